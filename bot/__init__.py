@@ -1,0 +1,1 @@
+"""The platform-neutral core: message model, detector, diagnosis, reply model, formatter, policy."""

@@ -1,0 +1,242 @@
+"""Find the errors that matter in a paste, with their numbers and the context around them.
+
+Each signature's patterns are tried on the physical-line view first and then on the wrap-joined views;
+the first match per signature becomes a :class:`Finding`.  Findings are ranked: errors before
+warnings before informational memory reports, then by the signature's priority, then by position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import re2
+
+from bot.normalize import Normalized, normalize
+from bot.numbers import parse_int, parse_number, parse_token_count
+from knowledge import KnowledgeBase, load_builtin
+from knowledge.loader import LoadedSignature
+
+_MEM_FACTORS = {  # bytes per printed unit
+    "b": 1,
+    "bytes": 1,
+    "kib": 1 << 10,
+    "kb": 1000,
+    "mib": 1 << 20,
+    "mb": 1_000_000,
+    "gib": 1 << 30,
+    "gb": 1_000_000_000,
+    "tib": 1 << 40,
+    "tb": 10**12,
+}
+_TARGET = {"_gib": 1 << 30, "_mib": 1 << 20, "_bytes": 1}
+MAX_TOKENS = 1 << 34  # no engine has a context near this; larger is nonsense
+MAX_GIB = 1 << 20  # a petabyte of GPU memory is nonsense too
+EVIDENCE_CHARS = 400
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class Finding:
+    signature: str
+    category: str
+    engine: str
+    title: str
+    severity: str
+    priority: int
+    params: dict[str, Any]
+    evidence: list[str]
+    line: int
+    cause_template: str
+    remedies: list[str]
+    invalid: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What the paste says about the setup: model, GPU, flags, version, the command line."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+
+@dataclass
+class Detection:
+    findings: list[Finding]
+    context: Context
+    normalized: Normalized
+
+    @property
+    def root(self) -> Finding | None:
+        return self.findings[0] if self.findings else None
+
+
+def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) -> Any:
+    """Normalise one captured value; None when it is not a sane value of that unit."""
+    if unit == "text":
+        return raw.strip()[:200] or None
+    if unit in ("tokens", "count"):
+        value = parse_int(raw)
+        return value if value is not None and value <= MAX_TOKENS else None
+    if unit == "ratio":
+        value = parse_number(raw)
+        return value if value is not None and value <= 1.5 else None
+    if unit == "capability":
+        value = parse_number(raw)
+        if value is None:
+            return None
+        return round(value / 10, 1) if value >= 10 else value
+    value = parse_number(raw)
+    if value is None:
+        return None
+    printed = (unit_text or "").strip().lower() if unit == "dynamic" else unit
+    factor = _MEM_FACTORS.get(printed)
+    if factor is None:
+        return None
+    target = next((f for suffix, f in _TARGET.items() if name.endswith(suffix)), 1 << 30)
+    result = value * factor / target
+    if target != 1 and result > MAX_GIB * (1 << 30) / target:
+        return None
+    return int(result) if target == 1 else round(result, 4)
+
+
+def _extract(sig: LoadedSignature, match: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    params: dict[str, Any] = {}
+    invalid: dict[str, str] = {}
+    groups = match.groupdict()
+    for name, unit in sig.signature.captures.items():
+        raw = groups.get(name)
+        if raw is None:
+            continue
+        value = convert_param(name, unit, raw, groups.get(f"{name}_unit"))
+        if value is None:
+            invalid[name] = raw[:60]
+        else:
+            params[name] = value
+    return params, invalid
+
+
+def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
+    first = view.line_at(start)
+    last = view.line_at(max(start, end - 1))
+    lines = [view.logical_line(i)[:EVIDENCE_CHARS] for i in range(first, min(last, first + 2) + 1)]
+    return lines, view.first_physical[first]
+
+
+class Detector:
+    """Signatures and context rules of one knowledge base, compiled once."""
+
+    def __init__(self, kb: KnowledgeBase):
+        self.kb = kb
+        self._sigs = [(s, [re2.compile(p) for p in s.signature.patterns]) for s in kb.signatures]
+        self._rules = [(rule.field, re2.compile(rule.pattern), rule) for _engine, rule in kb.context]
+
+    def detect(self, text: str | bytes) -> Detection:
+        norm = normalize(text)
+        findings: list[Finding] = []
+        for loaded, patterns in self._sigs:
+            found = _first_match(norm, patterns)
+            if found is None:
+                continue
+            view, match = found
+            findings.append(_finding(loaded, view, match))
+        return Detection(_rank(findings, self.kb), extract_context(norm, self._rules), norm)
+
+
+@cache
+def default_detector() -> Detector:
+    return Detector(load_builtin())
+
+
+def detect(text: str | bytes, detector: Detector | None = None) -> Detection:
+    return (detector or default_detector()).detect(text)
+
+
+def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
+    params, invalid = _extract(loaded, match)
+    evidence, line = _evidence(view, match.start(), match.end())
+    sig = loaded.signature
+    return Finding(
+        signature=sig.id,
+        category=sig.category,
+        engine=loaded.engine,
+        title=sig.title,
+        severity=sig.severity,
+        priority=sig.priority,
+        params=params,
+        evidence=evidence,
+        line=line,
+        cause_template=sig.cause,
+        remedies=list(sig.remedies),
+        invalid=invalid,
+    )
+
+
+def _first_match(norm: Normalized, patterns: list[Any]) -> tuple[Any, Any] | None:
+    for view in norm.views:
+        for pattern in patterns:
+            m = pattern.search(view.text)
+            if m:
+                return view, m
+    return None
+
+
+def _rank(findings: list[Finding], kb: KnowledgeBase) -> list[Finding]:
+    suppressed: set[str] = set()
+    for f in findings:
+        loaded = kb.by_id(f.signature)
+        if loaded:
+            suppressed.update(loaded.signature.suppresses)
+    kept = [f for f in findings if f.signature not in suppressed and f.category not in suppressed]
+    # an informational report is context for the error, not something it hides
+    kept += [f for f in findings if f not in kept and f.severity == "info"]
+    kept.sort(key=lambda f: (SEVERITY_RANK.get(f.severity, 3), -f.priority, f.line))
+    return kept
+
+
+_INT_FIELDS = {
+    "tp",
+    "pp",
+    "gpu_count",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "n_parallel",
+    "n_gpu_layers",
+}
+_FLOAT_FIELDS = {"gpu_memory_utilization", "gpu_total_gib", "mem_fraction_static", "compute_capability"}
+_TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length"}
+_BOOL_FIELDS = {"enforce_eager"}
+
+
+def _context_value(field_name: str, raw: str) -> Any:
+    raw = raw.strip().strip("\"'")
+    if field_name in _INT_FIELDS:
+        return parse_int(raw)
+    if field_name in _FLOAT_FIELDS:
+        return parse_number(raw)
+    if field_name in _TOKEN_FIELDS:
+        return parse_token_count(raw)
+    if field_name in _BOOL_FIELDS:
+        return raw.lower() in ("1", "true", "yes")
+    return raw[:300] or None
+
+
+def extract_context(norm: Normalized, rules: list[tuple[str, Any, Any]]) -> Context:
+    fields: dict[str, Any] = {}
+    views = (norm.views[0], norm.views[-1]) if len(norm.views) > 1 else norm.views
+    for field_name, pattern, rule in rules:
+        if field_name in fields:
+            continue
+        for view in views:
+            m = pattern.search(view.text)
+            if not m:
+                continue
+            raw = m.groupdict().get("value") or rule.value or ""
+            value = _context_value(field_name, raw)
+            if value is not None:
+                fields[field_name] = value
+                break
+    return Context(fields)

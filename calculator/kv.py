@@ -1,0 +1,151 @@
+"""KV-cache bytes per token, per layer type, per GPU.
+
+One :class:`KVLayout` describes what one GPU (one TP/PP rank) stores for a model:
+- layers whose cache grows with every token (full attention, MLA);
+- sliding-window / chunked layers, whose cache stops growing at ``window`` plus the tokens in flight;
+- linear / Mamba layers, which keep a fixed state per sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from calculator.catalog import ModelSpec
+
+# vLLM --kv-cache-dtype -> bytes per element ("auto" = the model's 16-bit activation dtype)
+VLLM_KV_BYTES: dict[str, float] = {
+    "auto": 2.0,
+    "float16": 2.0,
+    "bfloat16": 2.0,
+    "fp16": 2.0,
+    "bf16": 2.0,
+    "fp8": 1.0,
+    "fp8_e4m3": 1.0,
+    "fp8_e5m2": 1.0,
+    "fp8_inc": 1.0,
+}
+
+# llama.cpp --cache-type-k / --cache-type-v -> bytes per element (ggml block sizes)
+LLAMACPP_KV_BYTES: dict[str, float] = {
+    "f32": 4.0,
+    "f16": 2.0,
+    "bf16": 2.0,
+    "q8_0": 34 / 32,
+    "q5_1": 24 / 32,
+    "q5_0": 22 / 32,
+    "q4_1": 20 / 32,
+    "q4_0": 18 / 32,
+    "iq4_nl": 18 / 32,
+}
+
+
+@dataclass(frozen=True)
+class SlidingPart:
+    bytes_per_token: float
+    window: int
+    layers: int
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    """What one GPU stores per token / per sequence for one model."""
+
+    growing_bytes_per_token: float
+    sliding: tuple[SlidingPart, ...]
+    state_bytes_per_seq: float
+    attention_layers: int
+    growing_layers: int
+
+    @property
+    def all_attention_bytes_per_token(self) -> float:
+        """Per-token bytes if every attention layer kept every token (what pools are sized by)."""
+        return self.growing_bytes_per_token + sum(s.bytes_per_token for s in self.sliding)
+
+    def seq_bytes(self, context: int, in_flight: int = 0) -> float:
+        """Bytes one sequence of ``context`` tokens needs; sliding layers hold window + in-flight."""
+        total = self.growing_bytes_per_token * context + self.state_bytes_per_seq
+        for s in self.sliding:
+            total += s.bytes_per_token * min(context, s.window + in_flight)
+        return total
+
+    def max_context(self, budget_bytes: float, in_flight: int = 0, limit: int = 1 << 24) -> int:
+        """Largest context one sequence can have within ``budget_bytes`` (0 if not even one token)."""
+        if budget_bytes <= 0 or self.seq_bytes(1, in_flight) > budget_bytes:
+            return 0
+        if self.seq_bytes(limit, in_flight) <= budget_bytes:
+            return limit
+        lo, hi = 1, limit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.seq_bytes(mid, in_flight) <= budget_bytes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
+    """KV heads one TP rank stores: replicated once ``tp`` exceeds the number of KV heads."""
+    return max(1, total_kv_heads // max(1, tp))
+
+
+def layout(
+    model: ModelSpec,
+    k_bytes: float,
+    v_bytes: float | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    mla_has_v: bool = False,
+) -> KVLayout:
+    """The KV layout on one GPU of a ``tp`` x ``pp`` deployment.
+
+    ``k_bytes``/``v_bytes``: bytes per element of the K and V caches.  MLA stores one latent vector of
+    ``kv_lora_rank + qk_rope_head_dim`` per token and layer, replicated on every TP rank.
+    """
+    if v_bytes is None:
+        v_bytes = k_bytes
+    pp = max(1, pp)
+    growing = 0.0
+    state = 0.0
+    sliding: list[SlidingPart] = []
+    attn_layers = 0
+    growing_layers = 0
+    for group in model.layer_groups:
+        layers = math.ceil(group.count / pp)
+        if group.kind == "linear":
+            state += (group.state_bytes or 0) * layers / max(1, tp)
+            continue
+        attn_layers += layers
+        if group.kind == "mla":
+            assert model.mla is not None
+            dim = model.mla.kv_lora_rank + model.mla.qk_rope_head_dim
+            per_layer = dim * k_bytes + (dim * v_bytes if mla_has_v else 0.0)
+            growing += per_layer * layers
+            growing_layers += layers
+            continue
+        heads = kv_heads_per_rank(group.kv_heads or model.num_key_value_heads, tp)
+        head_dim = group.head_dim or model.head_dim
+        per_layer = heads * head_dim * (k_bytes + v_bytes)
+        if group.kind == "full":
+            growing += per_layer * layers
+            growing_layers += layers
+        else:
+            assert group.window is not None
+            sliding.append(SlidingPart(per_layer * layers, group.window, layers))
+    return KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers)
+
+
+def vllm_layout(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, pp: int = 1) -> KVLayout:
+    if kv_cache_dtype not in VLLM_KV_BYTES:
+        raise ValueError(f"unknown vLLM kv-cache-dtype {kv_cache_dtype!r}; known: {', '.join(VLLM_KV_BYTES)}")
+    b = VLLM_KV_BYTES[kv_cache_dtype]
+    return layout(model, b, b, tp=tp, pp=pp)
+
+
+def llamacpp_layout(model: ModelSpec, cache_type_k: str = "f16", cache_type_v: str = "f16") -> KVLayout:
+    for t in (cache_type_k, cache_type_v):
+        if t not in LLAMACPP_KV_BYTES:
+            known = ", ".join(LLAMACPP_KV_BYTES)
+            raise ValueError(f"unknown llama.cpp cache type {t!r}; known: {known}")
+    return layout(model, LLAMACPP_KV_BYTES[cache_type_k], LLAMACPP_KV_BYTES[cache_type_v])

@@ -1,0 +1,189 @@
+"""Turn the names people type (``4090``, ``a100-80g``, ``qwen-32b-awq``, ``llama3.1:8b``) into catalog entries.
+
+Exact matches on normalised keys first, then fuzzy matching (rapidfuzz); an ambiguous or unknown
+name raises :class:`NameNotFound` carrying the closest known names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from rapidfuzz import fuzz, process
+
+from calculator.catalog import GPU, ModelSpec, Variant, gpus, models
+
+_QUANT_TOKENS: dict[str, tuple[str, ...]] = {
+    "awq": ("awq", "awq-int4", "int4-awq"),
+    "gptq": ("gptq", "gptq-int4", "int4", "gptq-4bit"),
+    "gptq-int8": ("gptq-int8", "int8"),
+    "fp8": ("fp8", "fp8-dynamic"),
+    "nvfp4": ("nvfp4", "fp4"),
+    "mxfp4": ("mxfp4",),
+    "bnb-4bit": ("bnb-4bit", "bnb"),
+    "bf16": ("bf16",),
+    "fp16": ("fp16",),
+}
+_SUFFIXES = ("instruct", "chat", "it", "hf")
+
+
+class NameNotFound(LookupError):
+    """A name matched nothing, or several entries equally well."""
+
+    def __init__(self, kind: str, query: str, candidates: list[str], ambiguous: bool = False):
+        self.kind = kind
+        self.query = query
+        self.candidates = candidates
+        self.ambiguous = ambiguous
+        if ambiguous:
+            msg = f"{kind} name {query!r} is ambiguous; did you mean one of: {', '.join(candidates)}?"
+        elif candidates:
+            msg = f"unknown {kind} {query!r}; closest known: {', '.join(candidates)}"
+        else:
+            msg = f"unknown {kind} {query!r}"
+        super().__init__(msg)
+
+
+def normalise(name: str) -> str:
+    """Lower-case and drop every separator: ``Qwen/Qwen2.5-32B`` and ``qwen2.5 32b`` meet at ``qwen2532b``."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def _strip_org(name: str) -> str:
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def _key_variants(name: str) -> set[str]:
+    keys = {normalise(name), normalise(_strip_org(name))}
+    for k in list(keys):
+        for suffix in _SUFFIXES:
+            if k.endswith(suffix) and len(k) > len(suffix) + 2:
+                keys.add(k[: -len(suffix)])
+    keys.discard("")
+    return keys
+
+
+@dataclass(frozen=True)
+class ModelMatch:
+    model: ModelSpec
+    variant: Variant | None
+
+    @property
+    def label(self) -> str:
+        return self.variant.id if self.variant else self.model.id
+
+
+@cache
+def _gpu_index() -> dict[str, str]:
+    index: dict[str, str] = {}
+    for g in gpus():
+        for name in (g.id, g.name, *g.aliases):
+            for key in _key_variants(name):
+                index.setdefault(key, g.id)
+        # "NVIDIA GeForce RTX 4090" -> "rtx4090", "4090"
+        short = normalise(g.name.replace("NVIDIA", "").replace("GeForce", "").replace("Tesla", ""))
+        index.setdefault(short, g.id)
+    return index
+
+
+@cache
+def _gpu_by_id() -> dict[str, GPU]:
+    return {g.id: g for g in gpus()}
+
+
+def resolve_gpu(query: str) -> GPU:
+    q = query.strip()
+    if not q:
+        raise NameNotFound("GPU", query, [])
+    index = _gpu_index()
+    by_id = _gpu_by_id()
+    key = normalise(q.replace("NVIDIA", "").replace("GeForce", "").replace("Tesla", ""))
+    for k in (normalise(q), key):
+        if k in index:
+            return by_id[index[k]]
+    return by_id[_fuzzy("GPU", q, key, index)]
+
+
+@cache
+def _model_index() -> dict[str, tuple[str, str | None]]:
+    index: dict[str, tuple[str, str | None]] = {}
+    for m in models():
+        base_names = (m.id, *m.aliases)
+        for name in base_names:
+            for key in _key_variants(name):
+                index.setdefault(key, (m.id, None))
+        for v in m.variants:
+            for name in (v.id, *v.aliases, *([v.ollama] if v.ollama else [])):
+                for key in _key_variants(name):
+                    index.setdefault(key, (m.id, v.id))
+            for token in _QUANT_TOKENS.get(v.quant, ()):
+                for name in base_names:
+                    for key in _key_variants(name):
+                        index.setdefault(key + normalise(token), (m.id, v.id))
+            if v.gguf_type:
+                for name in base_names:
+                    for key in _key_variants(name):
+                        index.setdefault(key + normalise(v.gguf_type), (m.id, v.id))
+    return index
+
+
+@cache
+def _model_by_id() -> dict[str, ModelSpec]:
+    return {m.id: m for m in models()}
+
+
+def resolve_model(query: str) -> ModelMatch:
+    q = query.strip()
+    if not q:
+        raise NameNotFound("model", query, [])
+    index = _model_index()
+    keys = [normalise(q), normalise(_strip_org(q))]
+    if ":" in q and q.endswith(":latest"):
+        keys.append(normalise(q[: -len(":latest")]))
+    hit = next((index[k] for k in keys if k in index), None)
+    if hit is None:
+        hit = index[_fuzzy("model", q, keys[1], index)]
+    model = _model_by_id()[hit[0]]
+    variant = next((v for v in model.variants if v.id == hit[1]), None)
+    return ModelMatch(model, variant)
+
+
+def _fuzzy(kind: str, query: str, key: str, index: dict) -> str:
+    """Best fuzzy key, or NameNotFound with the closest distinct entries."""
+    if not key:
+        raise NameNotFound(kind, query, [])
+    scored = process.extract(key, list(index), scorer=fuzz.WRatio, limit=25)
+
+    def label(k: str) -> str:
+        t = index[k]
+        return (t[1] or t[0]) if isinstance(t, tuple) else t
+
+    distinct: list[tuple[str, float]] = []
+    seen: set[str] = set()
+    for k, score, _ in scored:
+        if label(k) in seen:
+            continue
+        seen.add(label(k))
+        distinct.append((k, score))
+    if not distinct:
+        raise NameNotFound(kind, query, [])
+
+    best_key, best = distinct[0]
+    runner_up = distinct[1][1] if len(distinct) > 1 else 0.0
+    if best >= 90 and best - runner_up >= 4:
+        return best_key
+    names = [label(k) for k, s in distinct[:5] if s >= 50]
+    ambiguous = best >= 80 and len(names) > 1
+    raise NameNotFound(kind, query, names, ambiguous=ambiguous)
+
+
+def gpu_names() -> list[str]:
+    return [g.id for g in gpus()]
+
+
+def model_names() -> list[str]:
+    names = []
+    for m in models():
+        names.append(m.id)
+        names.extend(v.id for v in m.variants)
+    return names

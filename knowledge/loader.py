@@ -1,0 +1,111 @@
+"""Load and validate signature files: the built-in ones and an operator's extra folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from knowledge.schema import ContextRule, Signature, SignatureFile
+
+
+class KnowledgeError(ValueError):
+    """A signature file that cannot be used: names the file, the entry and what is wrong."""
+
+
+@dataclass(frozen=True)
+class LoadedSignature:
+    signature: Signature
+    engine: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    signatures: tuple[LoadedSignature, ...]
+    context: tuple[tuple[str, ContextRule], ...]  # (engine, rule)
+    files: tuple[str, ...]
+
+    def by_id(self, sig_id: str) -> LoadedSignature | None:
+        return next((s for s in self.signatures if s.signature.id == sig_id), None)
+
+
+def _describe(exc: ValidationError, data: object) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = err["loc"]
+        where = ".".join(str(x) for x in loc)
+        if len(loc) >= 2 and loc[0] == "signatures" and isinstance(loc[1], int) and isinstance(data, dict):
+            try:
+                entry_id = data["signatures"][loc[1]].get("id", f"#{loc[1]}")
+                where = f"signature {entry_id!r}: " + ".".join(str(x) for x in loc[2:])
+            except (KeyError, IndexError, AttributeError, TypeError):
+                pass
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_file(text: str, origin: str) -> SignatureFile:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise KnowledgeError(f"{origin}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise KnowledgeError(f"{origin}: expected a mapping with 'engine' and 'signatures'")
+    try:
+        return SignatureFile.model_validate(data)
+    except ValidationError as exc:
+        raise KnowledgeError(f"{origin}: {_describe(exc, data)}") from exc
+
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "signatures"
+
+
+def _builtin_texts() -> Iterable[tuple[str, str]]:
+    for path in sorted(BUILTIN_DIR.glob("*.yaml")):
+        yield f"knowledge/signatures/{path.name}", path.read_text(encoding="utf-8")
+
+
+def _folder_texts(folder: Path) -> Iterable[tuple[str, str]]:
+    if not folder.is_dir():
+        raise KnowledgeError(f"{folder}: knowledge folder does not exist or is not a directory")
+    for path in sorted(folder.iterdir()):
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            try:
+                yield str(path), path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise KnowledgeError(f"{path}: cannot be read: {exc}") from exc
+
+
+def load_knowledge(sources: Iterable[tuple[str, str]]) -> KnowledgeBase:
+    sigs: list[LoadedSignature] = []
+    rules: list[tuple[str, ContextRule]] = []
+    files: list[str] = []
+    seen: dict[str, str] = {}
+    for origin, text in sources:
+        parsed = parse_file(text, origin)
+        files.append(origin)
+        for sig in parsed.signatures:
+            if sig.id in seen:
+                raise KnowledgeError(f"{origin}: signature {sig.id!r} already defined in {seen[sig.id]}")
+            seen[sig.id] = origin
+            sigs.append(LoadedSignature(sig, parsed.engine, origin))
+        rules.extend((parsed.engine, rule) for rule in parsed.context)
+    return KnowledgeBase(tuple(sigs), tuple(rules), tuple(files))
+
+
+@cache
+def load_builtin() -> KnowledgeBase:
+    return load_knowledge(_builtin_texts())
+
+
+def load_with_extra(extra_folder: Path | None) -> KnowledgeBase:
+    """Built-in signatures plus an operator's folder; any bad file raises :class:`KnowledgeError`."""
+    texts = list(_builtin_texts())
+    if extra_folder is not None:
+        texts.extend(_folder_texts(extra_folder))
+    return load_knowledge(texts)

@@ -1,0 +1,206 @@
+"""The schema of a signature file.
+
+A file holds one engine's signatures and context rules::
+
+    engine: vllm
+    signatures:
+      - id: vllm.kv_cache_too_small.v0
+        category: kv_cache_too_small
+        title: "..."
+        patterns: ["...(?P<max_model_len>[0-9,]+)..."]
+        captures: {max_model_len: tokens}
+        cause: "..."
+        remedies: [max_model_len, kv_cache_dtype]
+        examples:
+          - text: "..."
+            params: {max_model_len: 131072}
+    context:
+      - {field: max_model_len, pattern: "--max-model-len[= ](?P<value>[0-9]+)"}
+
+Patterns are RE2 syntax (linear time on any input).  Named captures must be declared in
+``captures`` with the unit the engine printed; the detector normalises memory to GiB or MiB
+(by the capture's name suffix), token and count values to integers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import re2
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Category = Literal[
+    "kv_cache_too_small",
+    "no_kv_memory",
+    "gpu_memory_in_use",
+    "gpu_oom",
+    "kv_alloc_failed",
+    "host_memory",
+    "tp_divisibility",
+    "dtype_unsupported",
+    "quantization_unsupported",
+    "max_len_exceeds_model",
+    "batched_tokens_too_small",
+    "context_exceeded",
+    "runner_crashed",
+    "memory_report",
+    "kv_quant_needs_flash_attn",
+    "gpu_unsupported",
+    "invalid_argument",
+]
+
+# The corpus README's vocabulary; the extra categories above are for non-memory configuration
+# errors we still know how to fix (they are never one of these).
+MEMORY_CATEGORIES: frozenset[str] = frozenset(
+    {
+        "kv_cache_too_small",
+        "no_kv_memory",
+        "gpu_memory_in_use",
+        "gpu_oom",
+        "kv_alloc_failed",
+        "host_memory",
+        "tp_divisibility",
+        "dtype_unsupported",
+        "quantization_unsupported",
+        "max_len_exceeds_model",
+        "batched_tokens_too_small",
+        "context_exceeded",
+        "runner_crashed",
+        "memory_report",
+    }
+)
+
+Unit = Literal[
+    "tokens",
+    "count",
+    "gib",
+    "mib",
+    "kib",
+    "gb",
+    "mb",
+    "bytes",
+    "ratio",
+    "capability",
+    "text",
+    "dynamic",
+]
+
+Engine = Literal["vllm", "llama.cpp", "ollama", "sglang", "tgi", "pytorch", "custom"]
+CONTEXT_FIELDS = (
+    "model",
+    "gpu",
+    "gpu_count",
+    "gpu_total_gib",
+    "tp",
+    "pp",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kv_cache_dtype",
+    "dtype",
+    "quantization",
+    "enforce_eager",
+    "engine_version",
+    "command",
+    "n_ctx",
+    "n_parallel",
+    "cache_type_k",
+    "cache_type_v",
+    "flash_attn",
+    "n_gpu_layers",
+    "mem_fraction_static",
+    "context_length",
+    "compute_capability",
+    "os",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _compile(pattern: str) -> re2._Regexp:
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:  # pragma: no cover - message depends on RE2
+        raise ValueError(f"pattern does not compile under RE2: {exc}") from exc
+
+
+class Example(_Strict):
+    text: str = Field(min_length=1)
+    params: dict[str, float | int | str] = {}
+    source: str = ""
+    expect: Literal["match", "no_match"] = "match"
+
+
+class Signature(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9_.:-]+$")
+    category: Category
+    title: str
+    severity: Literal["error", "warning", "info"] = "error"
+    priority: int = Field(default=50, ge=0, le=100, description="rank among findings: higher is the root")
+    patterns: list[str] = Field(min_length=1)
+    captures: dict[str, Unit] = {}
+    cause: str
+    remedies: list[str] = []
+    suppresses: list[str] = Field(
+        default=[], description="signature ids (or categories) this one explains when both match"
+    )
+    examples: list[Example] = Field(min_length=1)
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            _compile(p)
+        return patterns
+
+    @model_validator(mode="after")
+    def _captures_declared(self) -> Signature:
+        for p in self.patterns:
+            names = set(_compile(p).groupindex)
+            for name in names:
+                base = name.removesuffix("_unit")
+                if name not in self.captures and not (name.endswith("_unit") and base in self.captures):
+                    raise ValueError(f"capture {name!r} in a pattern is not declared under captures")
+        for name, unit in self.captures.items():
+            if unit in ("gib", "mib", "kib", "gb", "mb", "bytes", "dynamic") and not name.endswith(
+                ("_gib", "_mib", "_bytes")
+            ):
+                raise ValueError(f"memory capture {name!r} must end in _gib, _mib or _bytes")
+        return self
+
+
+class ContextRule(_Strict):
+    field: str
+    pattern: str
+    value: str | None = Field(default=None, description="constant value when the pattern has no group")
+
+    @field_validator("field")
+    @classmethod
+    def _known_field(cls, field: str) -> str:
+        if field not in CONTEXT_FIELDS:
+            raise ValueError(f"unknown context field {field!r}; known: {', '.join(CONTEXT_FIELDS)}")
+        return field
+
+    @model_validator(mode="after")
+    def _has_value(self) -> ContextRule:
+        if "value" not in _compile(self.pattern).groupindex and self.value is None:
+            raise ValueError("a context pattern needs a (?P<value>...) group or a constant value")
+        return self
+
+
+class SignatureFile(_Strict):
+    engine: Engine
+    signatures: list[Signature] = []
+    context: list[ContextRule] = []
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> SignatureFile:
+        seen: set[str] = set()
+        for s in self.signatures:
+            if s.id in seen:
+                raise ValueError(f"duplicate signature id {s.id!r}")
+            seen.add(s.id)
+        return self

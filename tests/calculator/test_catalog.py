@@ -1,0 +1,45 @@
+"""The shipped catalogs load, carry sources, and hold the facts the math depends on."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator import catalog
+from calculator.units import GIB
+
+
+def test_catalogs_load():
+    assert catalog.gpus()
+    assert catalog.models()
+    assert catalog.quant_formats().weight_formats
+
+
+@pytest.mark.parametrize("gpu", catalog.gpus(), ids=lambda g: g.id)
+def test_gpu_entry_is_sane(gpu):
+    assert gpu.source.strip()
+    assert 2 * GIB <= gpu.memory_bytes <= 1024 * GIB
+    if gpu.usable_gib is not None:
+        # what the driver reports is a little below the physical memory, never above it
+        assert 0.85 * gpu.memory_bytes / GIB <= gpu.usable_gib <= gpu.memory_bytes / GIB + 0.01
+    if gpu.vendor == "nvidia":
+        assert gpu.compute_capability is not None
+        assert gpu.bf16 == (float(gpu.compute_capability) >= 8.0)
+    if gpu.price is not None:
+        assert gpu.price.source.strip()
+
+
+def test_gpu_ids_and_aliases_unique():
+    ids = [g.id for g in catalog.gpus()]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("model", catalog.models(), ids=lambda m: m.id)
+def test_model_entry_is_sane(model):
+    assert model.source.strip()
+    assert model.num_attention_heads % model.num_key_value_heads == 0 or model.mla is not None
+    for variant in model.variants:
+        assert variant.source.strip()
+        if variant.size_bytes is not None:
+            bits = variant.size_bytes * 8 / (model.params_b * 1e9)
+            # a checkpoint stores between ~1.5 and ~17 bits per parameter (vision towers, embeddings)
+            assert 1.5 <= bits <= 17.5, f"{variant.id}: {bits:.2f} bits per weight"
