@@ -85,6 +85,69 @@ Unit = Literal[
     "dynamic",
 ]
 
+# What a signature may list under ``remedies``; the diagnosis turns each into a computed fix.
+REMEDIES: frozenset[str] = frozenset(
+    {
+        # vLLM
+        "max_model_len",
+        "max_model_len_auto",
+        "kv_cache_dtype",
+        "gpu_memory_utilization",
+        "lower_gpu_memory_utilization",
+        "enforce_eager",
+        "cudagraph_estimate_off",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "tensor_parallel",
+        "valid_tp_sizes",
+        "pipeline_parallel",
+        "dtype_half",
+        "quantization_for_gpu",
+        "allow_long_max_model_len",
+        "free_gpu_memory",
+        "kv_cache_memory",
+        "limit_mm_per_prompt",
+        # requests
+        "shorten_prompt",
+        "lower_max_tokens",
+        # llama.cpp
+        "ctx_size",
+        "cache_type",
+        "flash_attn",
+        "n_gpu_layers",
+        "cpu_moe",
+        "ubatch_size",
+        "no_kv_offload",
+        "parallel_slots",
+        "fit",
+        "tensor_split",
+        "metal_wired_limit",
+        "no_pipeline_parallel",
+        # Ollama
+        "ollama_context_length",
+        "ollama_kv_cache_type",
+        "ollama_num_parallel",
+        "ollama_num_gpu",
+        "ollama_gpu_overhead",
+        "free_host_memory",
+        "upgrade_engine",
+        # SGLang
+        "mem_fraction_static",
+        "context_length",
+        "max_running_requests",
+        "chunked_prefill_size",
+        # PyTorch / transformers / TGI
+        "expandable_segments",
+        "reduce_batch",
+        "max_batch_prefill_tokens",
+        # any engine
+        "smaller_quant",
+        "bigger_gpu",
+        "check_other_processes",
+    }
+)
+
 Engine = Literal["vllm", "llama.cpp", "ollama", "sglang", "tgi", "pytorch", "custom"]
 CONTEXT_FIELDS = (
     "model",
@@ -155,6 +218,14 @@ class Signature(_Strict):
         for p in patterns:
             _compile(p)
         return patterns
+
+    @field_validator("remedies")
+    @classmethod
+    def _known_remedies(cls, remedies: list[str]) -> list[str]:
+        unknown = [r for r in remedies if r not in REMEDIES]
+        if unknown:
+            raise ValueError(f"unknown remedies {unknown}; known: {', '.join(sorted(REMEDIES))}")
+        return remedies
 
     @model_validator(mode="after")
     def _captures_declared(self) -> Signature:
