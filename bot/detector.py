@@ -131,15 +131,27 @@ class Detector:
 
     def __init__(self, kb: KnowledgeBase):
         self.kb = kb
-        self._sigs = [(s, [re2.compile(p) for p in s.signature.patterns]) for s in kb.signatures]
+        self._sigs = [
+            (
+                s,
+                [re2.compile(p) for p in s.signature.patterns],
+                [re2.compile(p) for p in s.signature.requires],
+                [re2.compile(p) for p in s.signature.excludes],
+            )
+            for s in kb.signatures
+        ]
         self._rules = [(rule.field, re2.compile(rule.pattern), rule) for _engine, rule in kb.context]
 
     def detect(self, text: str | bytes) -> Detection:
         norm = normalize(text)
         findings: list[Finding] = []
-        for loaded, patterns in self._sigs:
+        for loaded, patterns, requires, excludes in self._sigs:
             found = _first_match(norm, patterns)
             if found is None:
+                continue
+            if any(_first_match(norm, [r]) is None for r in requires):
+                continue
+            if any(_first_match(norm, [x]) is not None for x in excludes):
                 continue
             view, match = found
             findings.append(_finding(loaded, view, match))

@@ -17,7 +17,9 @@ A file holds one engine's signatures and context rules::
     context:
       - {field: max_model_len, pattern: "--max-model-len[= ](?P<value>[0-9]+)"}
 
-Patterns are RE2 syntax (linear time on any input).  Named captures must be declared in
+Patterns are RE2 syntax (linear time on any input).  ``requires``/``excludes`` are further RE2
+patterns that must (not) match anywhere in the paste.  ``cause`` may name captures as ``{name}``;
+the diagnosis fills them in (``?`` when a value was not in the paste).  Named captures must be declared in
 ``captures`` with the unit the engine printed; the detector normalises memory to GiB or MiB
 (by the capture's name suffix), token and count values to integers.
 """
@@ -203,7 +205,9 @@ class Signature(_Strict):
     title: str
     severity: Literal["error", "warning", "info"] = "error"
     priority: int = Field(default=50, ge=0, le=100, description="rank among findings: higher is the root")
-    patterns: list[str] = Field(min_length=1)
+    patterns: list[str] = Field(min_length=1, description="any one matching makes a finding (first wins)")
+    requires: list[str] = Field(default=[], description="each must also match somewhere in the paste")
+    excludes: list[str] = Field(default=[], description="none may match anywhere in the paste")
     captures: dict[str, Unit] = {}
     cause: str
     remedies: list[str] = []
@@ -212,7 +216,7 @@ class Signature(_Strict):
     )
     examples: list[Example] = Field(min_length=1)
 
-    @field_validator("patterns")
+    @field_validator("patterns", "requires", "excludes")
     @classmethod
     def _patterns_compile(cls, patterns: list[str]) -> list[str]:
         for p in patterns:
