@@ -51,6 +51,7 @@ class Finding:
     cause_template: str
     remedies: list[str]
     invalid: dict[str, str] = field(default_factory=dict)
+    versions: str | None = None
 
 
 @dataclass
@@ -84,6 +85,8 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
     if unit == "ratio":
         value = parse_number(raw)
         return value if value is not None and value <= 1.5 else None
+    if unit == "number":
+        return parse_number(raw)
     if unit == "capability":
         value = parse_number(raw)
         if value is None:
@@ -184,6 +187,7 @@ def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
         cause_template=sig.cause,
         remedies=list(sig.remedies),
         invalid=invalid,
+        versions=sig.versions,
     )
 
 

@@ -52,10 +52,18 @@ class GPU(_Strict):
 
     @property
     def total_gib(self) -> float:
-        """Memory an engine sees as total on this card."""
+        """Memory an engine sees as total on this card.
+
+        Unified-memory Macs give the GPU Metal's recommendedMaxWorkingSetSize: about two thirds of
+        RAM on small machines (5461 MB of 8 GB on an M1, corpus llamafile42) and three quarters on
+        large ones; discrete cards report slightly less than their physical memory.
+        """
         if self.usable_gib is not None:
             return self.usable_gib
-        return self.memory_bytes / GIB * 0.985
+        physical = self.memory_bytes / GIB
+        if self.unified_memory:
+            return physical * (0.75 if physical > 36 else 2 / 3)
+        return physical * 0.985
 
     @property
     def cc(self) -> float | None:

@@ -6,6 +6,7 @@ name raises :class:`NameNotFound` carrying the closest known names.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -101,7 +102,7 @@ def resolve_gpu(query: str) -> GPU:
     for k in (normalise(q), key):
         if k in index:
             return by_id[index[k]]
-    return by_id[_fuzzy("GPU", q, key, index)]
+    return by_id[index[_fuzzy("GPU", q, key, index)]]
 
 
 @cache
@@ -148,6 +149,10 @@ def resolve_model(query: str) -> ModelMatch:
     return ModelMatch(model, variant)
 
 
+def _numbers(key: str) -> list[str]:
+    return re.findall(r"[0-9]+", key)
+
+
 def _fuzzy(kind: str, query: str, key: str, index: dict) -> str:
     """Best fuzzy key, or NameNotFound with the closest distinct entries."""
     if not key:
@@ -170,7 +175,10 @@ def _fuzzy(kind: str, query: str, key: str, index: dict) -> str:
 
     best_key, best = distinct[0]
     runner_up = distinct[1][1] if len(distinct) > 1 else 0.0
-    if best >= 90 and best - runner_up >= 4:
+    # never let a typo change a number: "33b" is not "32b", "a100-40" is not "a100-80"
+    candidate_numbers = _numbers(best_key)
+    same_numbers = all(n in candidate_numbers for n in _numbers(key))
+    if best >= 90 and best - runner_up >= 4 and same_numbers:
         return best_key
     names = [label(k) for k, s in distinct[:5] if s >= 50]
     ambiguous = best >= 80 and len(names) > 1

@@ -21,7 +21,10 @@ Patterns are RE2 syntax (linear time on any input).  ``requires``/``excludes`` a
 patterns that must (not) match anywhere in the paste.  ``cause`` may name captures as ``{name}``;
 the diagnosis fills them in (``?`` when a value was not in the paste).  Named captures must be declared in
 ``captures`` with the unit the engine printed; the detector normalises memory to GiB or MiB
-(by the capture's name suffix), token and count values to integers.
+(by the capture's name suffix), token and count values to integers.  Units: ``tokens``/``count``
+(integers), ``ratio`` (0-1.5, e.g. gpu_memory_utilization), ``number`` (any finite non-negative
+float, e.g. a concurrency of 8.43x), ``capability`` (``7.5`` or ``75`` → 7.5), ``text``, and the
+memory units ``gib``/``mib``/``kib``/``gb``/``mb``/``bytes`` or ``dynamic`` (unit from ``<name>_unit``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ Unit = Literal[
     "mb",
     "bytes",
     "ratio",
+    "number",
     "capability",
     "text",
     "dynamic",
@@ -211,6 +215,12 @@ class Signature(_Strict):
     captures: dict[str, Unit] = {}
     cause: str
     remedies: list[str] = []
+    versions: str | None = Field(
+        default=None,
+        description="engine versions that print this wording, e.g. '<=0.10.2' or '>=0.15'; the newest "
+        "such version is assumed when the paste does not say",
+        pattern=r"^(<=|>=|<|>|==)?[0-9]+(\.[0-9]+){0,2}$",
+    )
     suppresses: list[str] = Field(
         default=[], description="signature ids (or categories) this one explains when both match"
     )

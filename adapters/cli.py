@@ -1,0 +1,262 @@
+"""``gpu-garden``: the terminal adapter and the command-line entry point.
+
+gpu-garden                      the bot in this terminal (paste, then an empty line or Ctrl-D)
+gpu-garden triage FILE|- [--json] [--brief]
+gpu-garden vram --gpu G --model M [...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from bot.core import DEFAULT_PASTE_LIMIT, GardenBot, Paste
+from bot.diagnosis import diagnose
+from bot.formatter import to_markdown
+from bot.message import IncomingMessage, SlashCommand
+from bot.reply import Reply
+from bot.vram import vram_reply
+from calculator.estimate import VramRequest, estimate
+from calculator.resolve import NameNotFound
+
+EXIT_OK, EXIT_NO_INPUT, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
+    chunks: list[bytes] = []
+    truncated = False
+    budget = limit
+    for path in paths or ["-"]:
+        if path == "-":
+            data = (
+                stdin.buffer.read(budget + 1) if hasattr(stdin, "buffer") else stdin.read(budget + 1).encode()
+            )
+        else:
+            p = Path(path)
+            if not p.exists():
+                raise CliError(f"{path}: no such file")
+            if p.is_dir():
+                raise CliError(f"{path}: is a directory")
+            try:
+                with p.open("rb") as fh:
+                    data = fh.read(budget + 1)
+            except OSError as exc:
+                raise CliError(f"{path}: cannot read ({exc.strerror})") from exc
+        if len(data) > budget:
+            data = data[:budget]
+            truncated = True
+        budget -= len(data)
+        chunks.append(data)
+        if budget <= 0:
+            truncated = True
+            break
+    text = b"\n".join(chunks).decode("utf-8", errors="replace")
+    return Paste(text, truncated, [])
+
+
+def triage_json(bot: GardenBot, text: str) -> dict:
+    detection = bot.detect(text)
+    reply = diagnose(detection)
+    findings = []
+    for i, f in enumerate(detection.findings):
+        fixes = []
+        if i == 0 and reply is not None:
+            fixes = [
+                {"engine": x.engine, "command": x.command, "effect": x.effect, "cost": x.cost}
+                for x in reply.fixes
+            ]
+        findings.append(
+            {
+                "signature": f.signature,
+                "category": f.category,
+                "engine": f.engine,
+                "severity": f.severity,
+                "title": f.title,
+                "params": f.params,
+                "evidence": f.evidence,
+                "line": f.line + 1,
+                "fixes": fixes,
+            }
+        )
+    return {"findings": findings, "context": detection.context.fields}
+
+
+def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
+    paste = read_inputs(args.files, stdin)
+    if not paste.text.strip():
+        raise CliError("nothing to triage: the input is empty", EXIT_NO_INPUT)
+    bot = GardenBot()
+    if args.json:
+        json.dump(triage_json(bot, paste.text), stdout, indent=2, default=str)
+        stdout.write("\n")
+        return EXIT_OK
+    reply = bot.triage(paste, addressed=True)
+    assert reply is not None
+    stdout.write(to_markdown(reply, brief=args.brief))
+    return EXIT_OK
+
+
+VRAM_FIELDS = {
+    "gpus": "gpus",
+    "engine": "engine",
+    "tp": "tp",
+    "pp": "pp",
+    "gpu_memory_gib": "gpu_memory_gib",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "max_model_len": "max_model_len",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "kv_cache_memory": "kv_cache_memory_gib",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "vllm_version": "vllm_version",
+    "ctx_size": "ctx_size",
+    "cache_type_k": "cache_type_k",
+    "cache_type_v": "cache_type_v",
+    "parallel": "parallel",
+}
+
+
+def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
+    if not args.model or not args.gpu:
+        raise CliError(
+            "vram needs --model and --gpu (e.g. gpu-garden vram --gpu 4090 --model qwen2.5-coder-32b-awq)"
+        )
+    fields: dict = {"model": args.model, "gpu": args.gpu, "enforce_eager": args.enforce_eager}
+    for attr, field in VRAM_FIELDS.items():
+        value = getattr(args, attr)
+        if value is not None:
+            fields[field] = value
+    try:
+        result = estimate(VramRequest(**fields))
+    except NameNotFound as exc:
+        raise CliError(str(exc)) from exc
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise CliError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from exc
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    if args.json:
+        stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        stdout.write(to_markdown(vram_reply(result)))
+    return EXIT_OK
+
+
+PROMPT = "Paste an error (end with an empty line or Ctrl-D), or type /vram gpu:4090 model:qwen-32b-awq, /help, /quit\n"
+
+
+def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool) -> int:
+    """The same bot the chat platforms get, in this terminal."""
+    bot = GardenBot()
+    if interactive:
+        stdout.write("GPU Garden (terminal). " + PROMPT)
+    buffer: list[str] = []
+
+    def flush() -> None:
+        text = "\n".join(buffer)
+        buffer.clear()
+        if not text.strip():
+            return
+        reply = bot.handle(IncomingMessage(platform="terminal", text=text, mentioned=True))
+        if reply is not None:
+            stdout.write("\n" + to_markdown(reply) + "\n")
+            stdout.flush()
+
+    for raw in stdin:
+        line = raw.rstrip("\n")
+        stripped = line.strip()
+        if not buffer and stripped.startswith("/"):
+            name, _, rest = stripped[1:].partition(" ")
+            if name in ("quit", "exit", "q"):
+                return EXIT_OK
+            reply = bot.handle(
+                IncomingMessage(
+                    platform="terminal", command=SlashCommand(name=name, raw=rest), mentioned=True
+                )
+            )
+            if reply is not None:
+                stdout.write("\n" + to_markdown(reply) + "\n")
+                stdout.flush()
+            continue
+        if not stripped and buffer:
+            flush()
+            continue
+        buffer.append(line)
+    flush()
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-garden",
+        description="Reads pasted vLLM / llama.cpp / Ollama / SGLang errors and answers with the memory math and fixes.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    t = sub.add_parser("triage", help="diagnose a pasted log (files or - for stdin)")
+    t.add_argument("files", nargs="*", help="log files; - or nothing reads stdin")
+    t.add_argument("--json", action="store_true", help="print findings as JSON")
+    t.add_argument("--brief", action="store_true", help="title, one-line cause, top fix per engine")
+    v = sub.add_parser("vram", help="does a model fit on a GPU, with what context and flags")
+    v.add_argument("--model", "-m")
+    v.add_argument("--gpu", "-g")
+    v.add_argument("--gpus", type=int)
+    v.add_argument("--engine", choices=["vllm", "llama.cpp", "ollama", "sglang"])
+    v.add_argument("--tp", type=int)
+    v.add_argument("--pp", type=int)
+    v.add_argument(
+        "--gpu-memory-gib", type=float, dest="gpu_memory_gib", help="override the card's memory (GiB)"
+    )
+    v.add_argument("--gpu-memory-utilization", type=float, dest="gpu_memory_utilization")
+    v.add_argument("--max-model-len", type=int, dest="max_model_len")
+    v.add_argument("--kv-cache-dtype", dest="kv_cache_dtype")
+    v.add_argument(
+        "--kv-cache-memory", type=float, dest="kv_cache_memory", help="fixed KV budget per GPU, GiB"
+    )
+    v.add_argument("--max-num-seqs", type=int, dest="max_num_seqs")
+    v.add_argument("--max-num-batched-tokens", type=int, dest="max_num_batched_tokens")
+    v.add_argument("--enforce-eager", action="store_true", dest="enforce_eager")
+    v.add_argument("--vllm-version", dest="vllm_version")
+    v.add_argument("--ctx-size", "-c", type=int, dest="ctx_size")
+    v.add_argument("--cache-type-k", "-ctk", dest="cache_type_k")
+    v.add_argument("--cache-type-v", "-ctv", dest="cache_type_v")
+    v.add_argument("--parallel", "-np", type=int)
+    v.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "triage":
+            return cmd_triage(args, stdin, stdout)
+        if args.command == "vram":
+            return cmd_vram(args, stdout)
+        return run_terminal(stdin, stdout, interactive=stdin.isatty())
+    except CliError as exc:
+        sys.stderr.write(f"gpu-garden: {exc}\n")
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+
+
+def _reply_error(reply: Reply) -> str:
+    return f"{reply.title}: {reply.summary}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

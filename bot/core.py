@@ -1,0 +1,121 @@
+"""The platform-neutral bot: one IncomingMessage in, one Reply (or silence) out.
+
+Adapters call :meth:`GardenBot.handle`; they never see the detector or the calculator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.detector import Detection, Detector, default_detector
+from bot.diagnosis import diagnose
+from bot.message import IncomingMessage
+from bot.reply import Reply
+from bot.vram import USAGE, answer
+
+DEFAULT_PASTE_LIMIT = 20 * 1024 * 1024  # bytes of text the detector reads from one message
+TEXT_EXTENSIONS = (".txt", ".log", ".md", ".out", ".err", ".json", ".yaml", ".yml", ".py", ".sh", "")
+
+
+@dataclass
+class Paste:
+    text: str
+    truncated: bool
+    skipped: list[str]
+
+
+def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
+    """The message text plus its text attachments, capped at ``limit`` bytes; binary files skipped."""
+    parts = [message.text]
+    skipped: list[str] = []
+    truncated = False
+    budget = limit - len(message.text.encode("utf-8", "ignore"))
+    for att in message.attachments:
+        name = att.filename.lower()
+        ext = "." + name.rsplit(".", 1)[1] if "." in name else ""
+        is_text = (att.content_type or "").startswith("text/") or ext in TEXT_EXTENSIONS
+        if not is_text or b"\x00" in att.content[:4096]:
+            skipped.append(att.filename)
+            continue
+        data = att.content
+        if len(data) > budget:
+            data = data[: max(0, budget)]
+            truncated = True
+        budget -= len(data)
+        parts.append(data.decode("utf-8", errors="replace"))
+        truncated = truncated or att.truncated
+    text = "\n".join(p for p in parts if p)
+    if len(text.encode("utf-8", "ignore")) > limit:
+        text = text.encode("utf-8", "ignore")[:limit].decode("utf-8", "ignore")
+        truncated = True
+    return Paste(text, truncated, skipped)
+
+
+class GardenBot:
+    def __init__(self, detector: Detector | None = None, paste_limit: int = DEFAULT_PASTE_LIMIT):
+        self.detector = detector or default_detector()
+        self.paste_limit = paste_limit
+
+    def handle(self, message: IncomingMessage) -> Reply | None:
+        if message.is_bot:
+            return None
+        if message.command is not None:
+            name = message.command.name.lower()
+            if name == "vram":
+                return answer(message.command.args, message.command.raw)
+            if name == "help":
+                return help_reply()
+            if name != "triage":
+                return Reply(kind="error", title=f"Unknown command /{name}", summary="Try /vram or /triage.")
+        paste = collect_paste(message, self.paste_limit)
+        if not paste.text.strip():
+            if message.addressed:
+                return Reply(
+                    kind="error",
+                    title="Nothing to read",
+                    summary="Paste the error output (or attach the log file).",
+                )
+            return None
+        return self.triage(paste, addressed=message.addressed)
+
+    def triage(self, paste: Paste, addressed: bool = True) -> Reply | None:
+        detection = self.detector.detect(paste.text)
+        reply = diagnose(detection)
+        if reply is None:
+            if not addressed:
+                return None
+            reply = no_finding_reply(sorted({s.engine for s in self.detector.kb.signatures}))
+        if paste.truncated:
+            reply.notes.append(
+                f"The paste was longer than {self.paste_limit // (1024 * 1024)} MiB; I read the first part only."
+            )
+        if paste.skipped:
+            reply.notes.append("Skipped attachments that are not text: " + ", ".join(paste.skipped[:5]))
+        return reply
+
+    def detect(self, text: str) -> Detection:
+        return self.detector.detect(text)
+
+
+def no_finding_reply(engines: list[str]) -> Reply:
+    return Reply(
+        kind="no_finding",
+        title="No known memory or context issue found",
+        summary=(
+            "I looked for the memory and context errors of "
+            + ", ".join(engines)
+            + " and found none in this paste. If it failed for another reason (drivers, imports, network), "
+            "I have no fix for it; if it is a memory problem, paste the lines around the error."
+        ),
+    )
+
+
+def help_reply() -> Reply:
+    return Reply(
+        kind="help",
+        title="GPU Garden",
+        summary=(
+            "Paste a vLLM, llama.cpp, Ollama or SGLang error (or attach the log) and I explain the memory "
+            "math and the fixes. Ask " + USAGE
+        ),
+    )

@@ -1,0 +1,81 @@
+"""Gather what a paste tells us — findings' numbers and the context — into one place, and resolve
+the model and GPU it names against the calculator's catalogs (quietly: a miss is not an error)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.detector import Detection, Finding
+from calculator.catalog import GPU
+from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
+from calculator.versions import CURRENT_VLLM, parse_version
+
+
+@dataclass
+class PasteFacts:
+    root: Finding
+    params: dict[str, Any]  # root finding's numbers, then other findings', then the context's
+    context: dict[str, Any]
+    model: ModelMatch | None = None
+    gpu: GPU | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.params:
+            return self.params[name]
+        return self.context.get(name, default)
+
+    def source(self, name: str) -> str:
+        return "log" if name in self.params or name in self.context else "estimated"
+
+    @property
+    def vllm_version(self) -> tuple[int, int, int]:
+        """The version in the paste; else the newest that prints the matched wording; else current."""
+        if self.context.get("engine_version"):
+            return parse_version(self.context["engine_version"], CURRENT_VLLM)
+        bound = self.root.versions or ""
+        if bound.startswith("<="):
+            return parse_version(bound[2:], CURRENT_VLLM)
+        if bound.startswith("<"):
+            major, minor, _patch = parse_version(bound[1:], CURRENT_VLLM)
+            return (major, max(0, minor - 1), 99)
+        return parse_version(None, CURRENT_VLLM)
+
+    @property
+    def version_known(self) -> bool:
+        return bool(self.context.get("engine_version"))
+
+
+def model_query(name: str) -> str:
+    """A local path names its model by its last component (``/data/qwen/Qwen1.5-32B-Chat-AWQ``)."""
+    name = name.strip().strip("\"'").rstrip("/\\")
+    if name.startswith(("/", ".", "~")) or "\\" in name or ":\\" in name:
+        name = name.replace("\\", "/").split("/")[-1]
+        for ext in (".gguf", ".bin", ".safetensors"):
+            name = name.removesuffix(ext)
+    return name
+
+
+def gather(detection: Detection, root: Finding) -> PasteFacts:
+    params: dict[str, Any] = dict(root.params)
+    for f in detection.findings:
+        for k, v in f.params.items():
+            params.setdefault(k, v)
+    context = dict(detection.context.fields)
+    facts = PasteFacts(root=root, params=params, context=context)
+    model_name = context.get("model")
+    if model_name:
+        try:
+            facts.model = resolve_model(model_query(str(model_name)))
+        except NameNotFound:
+            facts.notes.append(
+                f"the model {model_name} is not in my catalog; its numbers come from your log only"
+            )
+    gpu_name = context.get("gpu")
+    if gpu_name:
+        try:
+            facts.gpu = resolve_gpu(str(gpu_name))
+        except NameNotFound:
+            facts.notes.append(f"the GPU {gpu_name} is not in my catalog")
+    return facts

@@ -1,0 +1,74 @@
+"""The neutral reply model: what the bot says, before any platform formats it.
+
+Adapters render it (terminal Markdown, Discord embeds, Slack Block Kit); ``to_json`` gives the
+machine-readable form used by ``--json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Source = Literal["log", "estimated", "given", "catalog", "computed"]
+ReplyKind = Literal["diagnosis", "vram", "match", "no_finding", "error", "help", "notice"]
+
+
+@dataclass
+class Fact:
+    label: str
+    value: str
+    source: Source = "computed"
+
+
+@dataclass
+class Fix:
+    """One copy-paste fix for one engine."""
+
+    engine: str  # vllm | llama.cpp | ollama | sglang | any
+    change: str  # what changes, in a few words
+    command: str  # the full copy-paste text
+    effect: str  # what it buys
+    cost: str = ""  # its price (latency, quality, money)
+    rank: int = 0  # lower = try first
+
+
+@dataclass
+class MemorySegment:
+    label: str  # weights | activations | graphs | kv | other | free
+    gib: float
+    source: Source = "estimated"
+
+
+@dataclass
+class MemoryPicture:
+    total_gib: float
+    segments: list[MemorySegment]
+    title: str = "GPU memory"
+
+
+@dataclass
+class Section:
+    heading: str
+    body: str = ""
+    facts: list[Fact] = field(default_factory=list)
+
+
+@dataclass
+class Reply:
+    kind: ReplyKind
+    title: str
+    summary: str = ""  # the root cause in two or three sentences
+    short: str = ""  # the cause in one line (brief replies); defaults to the summary's first sentence
+    sections: list[Section] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    memory: MemoryPicture | None = None
+    notes: list[str] = field(default_factory=list)  # assumptions, confidence, warnings
+    signature: str | None = None
+    category: str | None = None
+    data: dict = field(default_factory=dict)  # machine-readable payload for --json
+
+    def fixes_by_engine(self) -> dict[str, list[Fix]]:
+        grouped: dict[str, list[Fix]] = {}
+        for fix in sorted(self.fixes, key=lambda f: f.rank):
+            grouped.setdefault(fix.engine, []).append(fix)
+        return grouped

@@ -1,0 +1,123 @@
+"""Build copy-paste commands: the user's own command with only the needed flags changed.
+
+Commands are split on whitespace (not shlex: pasted Windows paths carry backslashes), flags that the
+fix sets are removed in every spelling the engine accepts (``-c``/``--ctx-size``, ``--flag=value``),
+and the new values are appended.
+"""
+
+from __future__ import annotations
+
+import re
+
+# each group lists the spellings of one setting; the first is the one we write
+VLLM_FLAGS = [
+    ("--max-model-len",),
+    ("--gpu-memory-utilization",),
+    ("--kv-cache-dtype",),
+    ("--tensor-parallel-size", "-tp"),
+    ("--pipeline-parallel-size", "-pp"),
+    ("--max-num-seqs",),
+    ("--max-num-batched-tokens",),
+    ("--dtype",),
+    ("--quantization", "-q"),
+    ("--kv-cache-memory-bytes", "--kv-cache-memory"),
+    ("--enable-chunked-prefill",),
+    ("--no-enable-chunked-prefill",),
+]
+VLLM_SWITCHES = {"--enforce-eager", "--enable-chunked-prefill", "--no-enable-chunked-prefill"}
+
+LLAMACPP_FLAGS = [
+    ("-c", "--ctx-size"),
+    ("-ctk", "--cache-type-k"),
+    ("-ctv", "--cache-type-v"),
+    ("-fa", "--flash-attn"),
+    ("-ngl", "--n-gpu-layers", "--gpu-layers"),
+    ("-np", "--parallel"),
+    ("-ub", "--ubatch-size"),
+    ("-b", "--batch-size"),
+    ("-ts", "--tensor-split"),
+    ("-nkvo", "--no-kv-offload"),
+    ("-cmoe", "--cpu-moe"),
+]
+LLAMACPP_SWITCHES = {"-nkvo", "--no-kv-offload", "-cmoe", "--cpu-moe"}
+
+SGLANG_FLAGS = [
+    ("--mem-fraction-static",),
+    ("--context-length",),
+    ("--kv-cache-dtype",),
+    ("--tp", "--tp-size", "--tensor-parallel-size"),
+    ("--max-running-requests",),
+    ("--chunked-prefill-size",),
+]
+
+_CONTINUATION = re.compile(r"\\\s*\n")
+
+
+def _group(flag: str, groups: list[tuple[str, ...]]) -> tuple[str, ...]:
+    return next((g for g in groups if flag in g), (flag,))
+
+
+def _is_value(token: str) -> bool:
+    return not token.startswith("-") or re.fullmatch(r"-[0-9.]+", token) is not None
+
+
+def set_flags(
+    command: str,
+    changes: dict[str, str | None],
+    groups: list[tuple[str, ...]],
+    switches: set[str],
+) -> str:
+    """Return ``command`` with each flag of ``changes`` set to its value (``""`` = a bare switch,
+    ``None`` = removed)."""
+    tokens = _CONTINUATION.sub(" ", command).split()
+    drop: set[str] = set()
+    for flag in changes:
+        drop.update(_group(flag, groups))
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        name = tok.split("=", 1)[0]
+        if name in drop:
+            has_inline = "=" in tok
+            i += 1
+            if not has_inline and name not in switches and i < len(tokens) and _is_value(tokens[i]):
+                i += 1
+            continue
+        out.append(tok)
+        i += 1
+    for flag, value in changes.items():
+        if value is None:
+            continue
+        out.append(flag if value == "" else f"{flag} {value}")
+    return " ".join(out)
+
+
+def vllm_command(base: str | None, model: str | None, changes: dict[str, str | None]) -> str:
+    command = base or f"vllm serve {model or '<model>'}"
+    return set_flags(command, changes, VLLM_FLAGS, VLLM_SWITCHES)
+
+
+def llamacpp_command(base: str | None, model_file: str | None, changes: dict[str, str | None]) -> str:
+    command = base or f"llama-server -m {model_file or '<model>.gguf'}"
+    return set_flags(command, changes, LLAMACPP_FLAGS, LLAMACPP_SWITCHES)
+
+
+def sglang_command(base: str | None, model: str | None, changes: dict[str, str | None]) -> str:
+    command = base or f"python -m sglang.launch_server --model-path {model or '<model>'}"
+    return set_flags(command, changes, SGLANG_FLAGS, set())
+
+
+def ollama_env_command(env: dict[str, str], model_tag: str | None = None) -> str:
+    """Server-wide settings: environment variables for ``ollama serve`` (or the systemd unit)."""
+    assignments = " ".join(f"{k}={v}" for k, v in env.items())
+    lines = [f"{assignments} ollama serve"]
+    if model_tag:
+        lines.append(f"ollama run {model_tag}")
+    return "\n".join(lines)
+
+
+def ollama_num_ctx_command(num_ctx: int, model_tag: str | None = None) -> str:
+    """Per-model setting: inside ``ollama run`` or in the API's options."""
+    tag = model_tag or "<model>"
+    return f"ollama run {tag}\n>>> /set parameter num_ctx {num_ctx}"

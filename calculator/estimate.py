@@ -1,0 +1,381 @@
+"""The ``/vram`` computation: does this model fit on these GPUs, with what context, and which flags.
+
+``estimate(VramRequest) -> VramResult``; both are pydantic models so the CLI's ``--json`` and the
+bot's replies share one shape.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
+from calculator.commands import llamacpp_command, ollama_env_command, sglang_command, vllm_command
+from calculator.fit import (
+    KVSituation,
+    Remedy,
+    llamacpp_kv_remedies,
+    ollama_kv_remedies,
+    sglang_kv_remedies,
+    vllm_kv_remedies,
+)
+from calculator.kv import LLAMACPP_KV_BYTES, VLLM_KV_BYTES
+from calculator.llamacpp import LlamaCppConfig, llamacpp_budget
+from calculator.ollama import OllamaConfig, default_num_ctx, ollama_budget
+from calculator.resolve import resolve_gpu, resolve_model
+from calculator.sglang import mem_fraction_for_tokens, sglang_budget
+from calculator.units import GIB, round_down_clean
+from calculator.versions import CURRENT_VLLM, parse_version
+from calculator.vllm import VllmConfig, derived_max_model_len, vllm_budget
+
+EngineName = Literal["vllm", "llama.cpp", "ollama", "sglang"]
+GGUF_DEFAULT = "Q4_K_M"
+
+
+class VramRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    gpu: str
+    gpus: int = Field(default=1, ge=1, le=64)
+    engine: EngineName = "vllm"
+    tp: int | None = Field(default=None, ge=1, le=64)
+    pp: int = Field(default=1, ge=1, le=64)
+    gpu_memory_gib: float | None = Field(default=None, gt=0, le=4096)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
+    max_model_len: int | None = Field(default=None, ge=1, le=1 << 25)
+    kv_cache_dtype: str = "auto"
+    kv_cache_memory_gib: float | None = Field(default=None, gt=0, le=4096)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=65536)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
+    enforce_eager: bool = False
+    vllm_version: str | None = None
+    ctx_size: int | None = Field(default=None, ge=1, le=1 << 25)
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    parallel: int = Field(default=1, ge=1, le=256)
+
+
+class RemedyOut(BaseModel):
+    engine: str
+    change: str
+    command: str
+    effect: str
+    cost: str = ""
+
+
+class VramResult(BaseModel):
+    model: str
+    variant: str | None
+    quantization: str
+    gpu: str
+    gpu_name: str
+    gpus: int
+    engine: EngineName
+    total_gib: float = Field(description="memory per GPU the engine sees")
+    weights_gib: float = Field(description="per GPU")
+    kv_bytes_per_token: float = Field(description="per GPU")
+    kv_cache_gib: float = Field(description="per GPU")
+    kv_tokens: int
+    max_model_len: int
+    max_model_len_fit: int
+    max_concurrency: float
+    fits: bool
+    breakdown: dict[str, float]
+    command: str
+    remedies: list[RemedyOut]
+    notes: list[str] = []
+
+
+def _pick_variant(model: ModelSpec, variant: Variant | None, engine: str) -> Variant | None:
+    """GGUF engines need a GGUF file: the named one, else the Q4_K_M variant (Ollama's default)."""
+    if engine in ("llama.cpp", "ollama"):
+        if variant is not None and variant.quant == "gguf":
+            return variant
+        gguf = [v for v in model.variants if v.quant == "gguf"]
+        return next((v for v in gguf if v.gguf_type == GGUF_DEFAULT), gguf[0] if gguf else None)
+    if variant is not None and variant.quant == "gguf":
+        return None  # vLLM/SGLang serve the safetensors checkpoint
+    return variant
+
+
+def _gguf_weight_bytes(model: ModelSpec, variant: Variant | None) -> tuple[int, str]:
+    if variant is not None:
+        return variant_weight_bytes(model, variant), variant.gguf_type or variant.quant
+    from calculator.catalog import quant_formats
+
+    bpw = next(
+        (
+            f.effective_bpw
+            for f in quant_formats().weight_formats
+            if f.name == GGUF_DEFAULT and f.effective_bpw
+        ),
+        4.89,
+    )
+    return int(model.params_b * 1e9 * bpw / 8), f"{GGUF_DEFAULT} (estimated size)"
+
+
+def _rem(r: Remedy) -> RemedyOut:
+    return RemedyOut(engine=r.engine, change=r.change, command=r.command, effect=r.effect, cost=r.cost)
+
+
+def estimate(req: VramRequest) -> VramResult:
+    match = resolve_model(req.model)
+    gpu = resolve_gpu(req.gpu)
+    model = match.model
+    variant = _pick_variant(model, match.variant, req.engine)
+    total = req.gpu_memory_gib or gpu.total_gib
+    notes: list[str] = []
+    if match.variant is not None and variant is None and req.engine in ("vllm", "sglang"):
+        notes.append(f"{match.variant.id} is a GGUF file; {req.engine} numbers use the original checkpoint")
+    if req.engine == "vllm":
+        return _vllm(req, model, variant, gpu, total, notes)
+    if req.engine == "sglang":
+        return _sglang(req, model, variant, gpu, total, notes)
+    return _gguf(req, model, variant, gpu, total, notes)
+
+
+def _vllm(req: VramRequest, model, variant, gpu: GPU, total: float, notes: list[str]) -> VramResult:
+    if req.kv_cache_dtype not in VLLM_KV_BYTES:
+        raise ValueError(
+            f"unknown --kv-cache-dtype {req.kv_cache_dtype!r}; known: {', '.join(VLLM_KV_BYTES)}"
+        )
+    tp = req.tp or max(1, req.gpus // req.pp)
+    if tp * req.pp > req.gpus:
+        notes.append(f"tp x pp = {tp * req.pp} needs that many GPUs; computed as if you had them")
+    if model.num_attention_heads % tp:
+        notes.append(
+            f"{model.num_attention_heads} attention heads are not divisible by tp={tp}: vLLM refuses this"
+        )
+    version = req.vllm_version or CURRENT_VLLM
+    cfg = VllmConfig(
+        tp=tp,
+        pp=req.pp,
+        gpu_memory_utilization=req.gpu_memory_utilization,
+        max_model_len=req.max_model_len,
+        kv_cache_dtype=req.kv_cache_dtype,
+        max_num_seqs=req.max_num_seqs,
+        max_num_batched_tokens=req.max_num_batched_tokens,
+        enforce_eager=req.enforce_eager,
+        kv_cache_memory_gib=req.kv_cache_memory_gib,
+        version=version,
+    )
+    weight_bytes = variant_weight_bytes(model, variant)
+    b = vllm_budget(model, gpu, weight_bytes, cfg, total_gib=total)
+    notes.extend(b.notes)
+    model_name = variant.id if variant else model.id
+    flags: dict[str, str | None] = {"--max-model-len": str(b.max_model_len)}
+    if tp > 1:
+        flags["--tensor-parallel-size"] = str(tp)
+    if req.kv_cache_dtype != "auto":
+        flags["--kv-cache-dtype"] = req.kv_cache_dtype
+    if req.gpu_memory_utilization:
+        flags["--gpu-memory-utilization"] = str(req.gpu_memory_utilization)
+    if req.enforce_eager:
+        flags["--enforce-eager"] = ""
+    command = vllm_command(None, model_name, flags)
+    remedies: list[Remedy] = []
+    if not b.fits:
+        situation = KVSituation(
+            fit_len=b.max_model_len_fit,
+            max_model_len=b.max_model_len,
+            kv_gib=b.kv_cache_gib,
+            bytes_per_token=b.kv_bytes_per_token,
+            total_gib=total,
+            utilization=b.utilization,
+            version=parse_version(version, CURRENT_VLLM),
+            gpu=gpu,
+            model=model,
+            tp=tp,
+            kv_cache_dtype=req.kv_cache_dtype,
+            enforce_eager=req.enforce_eager,
+            cudagraph_gib=b.cudagraph_gib,
+            base_command=command,
+            model_name=model_name,
+        )
+        remedies = vllm_kv_remedies(situation)
+        if b.kv_cache_gib <= 0:
+            notes.append(
+                f"the weights alone ({b.weights_gib:.1f} GiB per GPU) leave no room for a KV cache "
+                f"within {b.requested_gib:.1f} GiB"
+            )
+    breakdown = {
+        "weights": round(b.weights_gib, 3),
+        "non_torch": round(b.non_torch_gib, 3),
+        "activations": round(b.activation_gib, 3),
+        "cuda_graphs": round(b.cudagraph_gib, 3),
+        "kv_cache": round(max(0.0, b.kv_cache_gib), 3),
+        "reserved_free": round(max(0.0, total - b.requested_gib), 3),
+    }
+    return VramResult(
+        model=model.id,
+        variant=variant.id if variant else None,
+        quantization=variant.quant if variant else model.torch_dtype,
+        gpu=gpu.id,
+        gpu_name=gpu.name,
+        gpus=req.gpus,
+        engine="vllm",
+        total_gib=round(total, 3),
+        weights_gib=round(b.weights_gib, 3),
+        kv_bytes_per_token=b.kv_bytes_per_token,
+        kv_cache_gib=round(b.kv_cache_gib, 3),
+        kv_tokens=b.kv_tokens,
+        max_model_len=b.max_model_len,
+        max_model_len_fit=b.max_model_len_fit,
+        max_concurrency=round(b.max_concurrency, 2),
+        fits=b.fits,
+        breakdown=breakdown,
+        command=command,
+        remedies=[_rem(r) for r in remedies],
+        notes=notes,
+    )
+
+
+def _sglang(req: VramRequest, model, variant, gpu: GPU, total: float, notes: list[str]) -> VramResult:
+    tp = req.tp or req.gpus
+    weight_bytes = variant_weight_bytes(model, variant)
+    b = sglang_budget(
+        model, weight_bytes, total, tp=tp, kv_cache_dtype=req.kv_cache_dtype, context_length=req.max_model_len
+    )
+    model_name = variant.id if variant else model.id
+    flags: dict[str, str | None] = {"--mem-fraction-static": f"{b.mem_fraction_static}"}
+    if req.max_model_len:
+        flags["--context-length"] = str(req.max_model_len)
+    if tp > 1:
+        flags["--tp"] = str(tp)
+    command = sglang_command(None, model_name, flags)
+    fit = min(b.max_total_num_tokens, model.max_position_embeddings)
+    remedies = []
+    if not b.fits:
+        remedies = sglang_kv_remedies(
+            fit,
+            b.context_length,
+            command,
+            model_name,
+            mem_fraction=b.mem_fraction_static,
+            fraction_for=lambda tokens: mem_fraction_for_tokens(
+                tokens, b.cell_size_bytes, b.weights_gib, total
+            ),
+        )
+    breakdown = {
+        "weights": round(b.weights_gib, 3),
+        "kv_cache": round(max(0.0, b.kv_pool_gib), 3),
+        "activations_and_graphs": round(total * (1 - b.mem_fraction_static), 3),
+    }
+    return VramResult(
+        model=model.id,
+        variant=variant.id if variant else None,
+        quantization=variant.quant if variant else model.torch_dtype,
+        gpu=gpu.id,
+        gpu_name=gpu.name,
+        gpus=req.gpus,
+        engine="sglang",
+        total_gib=round(total, 3),
+        weights_gib=round(b.weights_gib, 3),
+        kv_bytes_per_token=b.cell_size_bytes,
+        kv_cache_gib=round(b.kv_pool_gib, 3),
+        kv_tokens=b.max_total_num_tokens,
+        max_model_len=b.context_length,
+        max_model_len_fit=fit,
+        max_concurrency=round(b.max_total_num_tokens / b.context_length, 2) if b.context_length else 0.0,
+        fits=b.fits,
+        breakdown=breakdown,
+        command=command,
+        remedies=[_rem(r) for r in remedies],
+        notes=notes,
+    )
+
+
+def _gguf(req: VramRequest, model, variant, gpu: GPU, total_per_gpu: float, notes: list[str]) -> VramResult:
+    weight_bytes, quant_label = _gguf_weight_bytes(model, variant)
+    total = total_per_gpu * req.gpus  # llama.cpp splits layers across GPUs
+    if req.gpus > 1:
+        notes.append(f"{req.gpus} GPUs: llama.cpp splits layers across them; figures are the sum")
+    for t in (req.cache_type_k, req.cache_type_v):
+        if t not in LLAMACPP_KV_BYTES:
+            raise ValueError(f"unknown cache type {t!r}; known: {', '.join(LLAMACPP_KV_BYTES)}")
+    model_file = f"{model.id.split('/')[-1]}-{quant_label.split(' ')[0]}.gguf"
+    tag = variant.ollama if variant and variant.ollama else None
+    if req.engine == "ollama":
+        num_ctx = req.ctx_size or req.max_model_len
+        b = ollama_budget(
+            model,
+            weight_bytes,
+            total,
+            OllamaConfig(num_ctx=num_ctx, num_parallel=req.parallel, kv_cache_type=req.cache_type_k),
+        )
+        want = num_ctx or default_num_ctx(total, model.max_position_embeddings)
+        if not num_ctx:
+            notes.append(f"Ollama's default context for {total:.0f} GiB of VRAM is {want:,} tokens")
+        env = {"OLLAMA_CONTEXT_LENGTH": str(b.n_ctx // max(1, req.parallel) if b.n_ctx else want)}
+        if req.cache_type_k != "f16":
+            env["OLLAMA_KV_CACHE_TYPE"] = req.cache_type_k
+        command = ollama_env_command(env, tag)
+        fit = b.n_ctx_max_fit
+        remedies = [] if b.fits else ollama_kv_remedies(fit, want, tag)
+    else:
+        n_ctx = req.ctx_size or req.max_model_len
+        cfg = LlamaCppConfig(
+            n_ctx=n_ctx, cache_type_k=req.cache_type_k, cache_type_v=req.cache_type_v, n_parallel=req.parallel
+        )
+        b = llamacpp_budget(model, weight_bytes, total, cfg)
+        want = n_ctx or b.n_ctx
+        flags: dict[str, str | None] = {"-c": str(b.n_ctx or want), "-ngl": "99", "-fa": "on"}
+        if req.cache_type_k != "f16":
+            flags["-ctk"] = req.cache_type_k
+        if req.cache_type_v != "f16":
+            flags["-ctv"] = req.cache_type_v
+        command = llamacpp_command(None, model_file, flags)
+        fit = b.n_ctx_max_fit
+        remedies = [] if b.fits else llamacpp_kv_remedies(fit, want, command, model_file)
+        if not n_ctx:
+            notes.append("no -c given: llama.cpp's --fit picks the largest context that fits (at least 4096)")
+    notes.extend(b.notes)
+    if b.weights_on_gpu_gib > total:
+        notes.append("the weights alone exceed GPU memory: layers must stay on the CPU (-ngl) — slow")
+    breakdown = {
+        "weights": round(b.weights_on_gpu_gib / req.gpus, 3),
+        "kv_cache": round(b.kv_gib / req.gpus, 3),
+        "compute_buffers": round(b.compute_gib, 3),
+        "cuda_context": round(b.overhead_gib, 3),
+        "free": round(max(0.0, b.free_gib) / req.gpus, 3),
+    }
+    kv_tokens = int(b.kv_gib * GIB / b.kv_bytes_per_token) if b.kv_bytes_per_token else 0
+    return VramResult(
+        model=model.id,
+        variant=variant.id if variant else None,
+        quantization=quant_label,
+        gpu=gpu.id,
+        gpu_name=gpu.name,
+        gpus=req.gpus,
+        engine=req.engine,
+        total_gib=round(total_per_gpu, 3),
+        weights_gib=round(b.weights_gib / req.gpus, 3),
+        kv_bytes_per_token=b.kv_bytes_per_token / req.gpus,
+        kv_cache_gib=round(b.kv_gib / req.gpus, 3),
+        kv_tokens=kv_tokens,
+        max_model_len=b.n_ctx or want,
+        max_model_len_fit=fit,
+        max_concurrency=round(fit / max(1, want), 2) if want else 0.0,
+        fits=b.fits,
+        breakdown=breakdown,
+        command=command,
+        remedies=[_rem(r) for r in remedies],
+        notes=notes,
+    )
+
+
+def derived_context(model: ModelSpec) -> int:
+    return derived_max_model_len(model)
+
+
+__all__ = [
+    "EngineName",
+    "RemedyOut",
+    "VramRequest",
+    "VramResult",
+    "derived_context",
+    "estimate",
+    "round_down_clean",
+]

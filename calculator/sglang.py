@@ -1,0 +1,83 @@
+"""SGLang's static memory: ``mem_fraction_static`` of the free memory holds weights + the KV pool.
+
+``max_total_num_tokens = (pre_free * mem_fraction_static - weights) / cell_size``; the default
+fraction reserves room for activations and CUDA graphs by GPU size (shared/reference/vllm_memory.md §6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calculator.catalog import ModelSpec
+from calculator.kv import vllm_layout
+from calculator.units import GIB
+
+CUDA_CONTEXT_GIB = 0.5
+
+_TIERS = [  # (GPU memory below, GB) -> (chunked_prefill_size, decode cuda-graph max batch, with tp>=4)
+    (20, 2048, 8, 8),
+    (35, 4096, 48, 160),
+    (60, 4096, 32, 160),
+    (90, 8192, 256, 512),
+    (160, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+]
+
+
+def default_mem_fraction_static(gpu_mem_gib: float, tp: int = 1, pp: int = 1) -> float:
+    gpu_mb = gpu_mem_gib * 1024
+    gb = gpu_mem_gib * GIB / 1e9
+    chunk, max_bs, max_bs_tp4 = next((c, b, b4) for limit, c, b, b4 in _TIERS if gb < limit)
+    bs = max_bs_tp4 if tp >= 4 else max_bs
+    reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + 2 * bs
+    if gb > 60:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mb - reserved) / gpu_mb, 3)
+
+
+@dataclass
+class SGLangBudget:
+    total_gib: float
+    mem_fraction_static: float
+    weights_gib: float
+    kv_pool_gib: float
+    cell_size_bytes: float
+    max_total_num_tokens: int
+    context_length: int
+    fits: bool
+
+
+def sglang_budget(
+    model: ModelSpec,
+    weight_bytes: int,
+    total_gib: float,
+    tp: int = 1,
+    mem_fraction_static: float | None = None,
+    kv_cache_dtype: str = "auto",
+    context_length: int | None = None,
+) -> SGLangBudget:
+    msf = mem_fraction_static or default_mem_fraction_static(total_gib, tp)
+    pre_free = total_gib - CUDA_CONTEXT_GIB
+    weights = weight_bytes / tp / GIB
+    pool = pre_free * msf - weights
+    cell = vllm_layout(model, kv_cache_dtype, tp=tp).all_attention_bytes_per_token
+    tokens = int(max(0.0, pool) * GIB // cell) if cell else 0
+    ctx = context_length or model.max_position_embeddings
+    return SGLangBudget(
+        total_gib=total_gib,
+        mem_fraction_static=msf,
+        weights_gib=weights,
+        kv_pool_gib=pool,
+        cell_size_bytes=cell,
+        max_total_num_tokens=tokens,
+        context_length=ctx,
+        fits=tokens > ctx,
+    )
+
+
+def mem_fraction_for_tokens(
+    tokens: int, cell_size_bytes: float, weights_gib: float, total_gib: float
+) -> float:
+    """The mem_fraction_static that gives a KV pool of ``tokens``."""
+    pre_free = total_gib - CUDA_CONTEXT_GIB
+    return (weights_gib + tokens * cell_size_bytes / GIB) / pre_free

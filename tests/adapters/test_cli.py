@@ -1,0 +1,209 @@
+"""The terminal path end to end: a real paste in, the rendered reply out; and every bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from adapters.cli import main
+
+V0_KV = (
+    "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+    "stored in KV cache (5728). Try increasing gpu_memory_utilization or decreasing max_model_len when "
+    "initializing the engine.\n"
+)
+V1_KV = (
+    "ValueError: To serve at least one request with the model's max seq len (131072), (32.0 GiB KV cache is "
+    "needed, which is larger than the available KV cache memory (1.4 GiB). Based on the available memory, the "
+    "estimated maximum model length is 5728. Try increasing `gpu_memory_utilization` or decreasing "
+    "`max_model_len` when initializing the engine.\n"
+)
+
+
+def run(argv, stdin_text=""):
+    out = io.StringIO()
+    code = main(argv, stdin=io.StringIO(stdin_text), stdout=out)
+    return code, out.getvalue()
+
+
+def _flag_value(text: str, flag: str) -> list[int]:
+    values = []
+    for line in text.splitlines():
+        parts = line.split()
+        for i, tok in enumerate(parts[:-1]):
+            if tok == flag and parts[i + 1].isdigit():
+                values.append(int(parts[i + 1]))
+    return values
+
+
+@pytest.mark.parametrize("paste", [V0_KV, V1_KV], ids=["v0-wording", "v1-wording"])
+def test_triage_kv_error_end_to_end(tmp_path, paste):
+    log = tmp_path / "error.log"
+    log.write_text("INFO 04-12 08:21:19 [core.py:58] starting\n" + paste)
+    code, out = run(["triage", str(log)])
+    assert code == 0
+    assert "5,728 tokens" in out and "131,072" in out  # the user's own numbers
+    assert "not even one full-length request fits" in out  # the root cause
+    lens = _flag_value(out, "--max-model-len")
+    assert lens and all(v <= 5728 for v in lens if v < 8192), lens  # computed, and it fits
+    assert 5120 in lens
+    assert 5120 in _flag_value(out, "-c")  # llama.cpp
+    assert "OLLAMA_CONTEXT_LENGTH=5120" in out  # Ollama
+
+
+def test_v1_wording_uses_logged_kv_per_token():
+    code, out = run(["triage", "-"], V1_KV)
+    assert code == 0
+    assert "1.40 GiB" in out and "32.00 GiB" in out
+    assert "256 KiB" in out  # 32 GiB / 131072 tokens
+
+
+def test_v0_wording_suggests_no_flag_its_version_lacks():
+    _code, out = run(["triage", "-"], V0_KV)
+    assert "--max-model-len auto" not in out  # only from vLLM 0.14; this wording is <= 0.10
+    assert "gpu_memory_utilization: **0.9**" in out
+
+
+def test_triage_json_shape():
+    code, out = run(["triage", "--json", "-"], V1_KV)
+    data = json.loads(out)
+    assert code == 0
+    first = data["findings"][0]
+    assert first["category"] == "kv_cache_too_small"
+    assert first["engine"] == "vllm"
+    assert first["params"]["max_model_len"] == 131072
+    assert first["params"]["estimated_max_model_len"] == 5728
+    assert {"engine", "command", "effect"} <= set(first["fixes"][0])
+    assert {f["engine"] for f in first["fixes"]} >= {"vllm", "llama.cpp", "ollama"}
+    assert isinstance(data["context"], dict)
+
+
+def test_triage_brief():
+    code, out = run(["triage", "--brief", "-"], V0_KV)
+    assert code == 0
+    assert out.count("```bash") == 4  # one top fix per engine
+
+
+def test_vram_human_and_json():
+    code, out = run(["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq"])
+    assert code == 0
+    assert "RTX 4090" in out and "Qwen2.5-Coder-32B-Instruct-AWQ" in out
+    code, out = run(["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq", "--json"])
+    data = json.loads(out)
+    for key in (
+        "model",
+        "gpu",
+        "engine",
+        "weights_gib",
+        "kv_bytes_per_token",
+        "kv_cache_gib",
+        "kv_tokens",
+        "max_model_len",
+        "max_model_len_fit",
+        "max_concurrency",
+        "fits",
+        "breakdown",
+        "remedies",
+    ):
+        assert key in data
+    assert data["kv_bytes_per_token"] == 2 * 64 * 8 * 128 * 2  # 64 layers, 8 KV heads, head_dim 128, bf16
+
+
+def test_terminal_bot_answers_paste_and_vram():
+    stdin = V0_KV + "\n/vram gpu:4090 model:qwen-32b-awq\n/quit\n"
+    code, out = run([], stdin)
+    assert code == 0
+    assert "5,728 tokens" in out
+    assert "Qwen2.5-32B-Instruct-AWQ on NVIDIA GeForce RTX 4090" in out
+
+
+def test_terminal_bot_paste_ended_by_eof():
+    code, out = run([], V1_KV)
+    assert code == 0 and "estimated" in out.lower() and "5,728" in out
+
+
+# --- bad input: a clear one-line message, the right exit status, never a traceback ---------------
+
+
+def test_missing_file(capsys):
+    code = main(["triage", "/nonexistent/error.log"], stdin=io.StringIO(), stdout=io.StringIO())
+    assert code == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_empty_input(capsys):
+    code = main(["triage", "-"], stdin=io.StringIO("   \n"), stdout=io.StringIO())
+    assert code == 1
+    assert "empty" in capsys.readouterr().err
+
+
+def test_binary_garbage(tmp_path):
+    blob = tmp_path / "core.bin"
+    blob.write_bytes(bytes(range(256)) * 64 + b"\x00\xff\xfe" * 1000)
+    code, out = run(["triage", str(blob)])
+    assert code == 0
+    assert "No known memory or context issue found" in out
+
+
+def test_large_file_is_capped(tmp_path):
+    big = tmp_path / "big.log"
+    with big.open("w") as fh:
+        line = "INFO 01-01 00:00:00 [x.py:1] nothing to see here\n"
+        fh.write(line * (21 * 1024 * 1024 // len(line)))
+        fh.write(V0_KV)
+    code, out = run(["triage", str(big)])
+    assert code == 0
+    assert "read the first part only" in out
+
+
+def test_unknown_gpu_lists_closest(capsys):
+    code = main(
+        ["vram", "--gpu", "rtx 4909", "--model", "qwen-32b-awq"], stdin=io.StringIO(), stdout=io.StringIO()
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "rtx-4090" in err and "Traceback" not in err
+
+
+def test_unknown_model_lists_closest(capsys):
+    code = main(
+        ["vram", "--gpu", "4090", "--model", "qwen2.5-coder-33b-awqq"],
+        stdin=io.StringIO(),
+        stdout=io.StringIO(),
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Qwen" in err
+
+
+def test_vram_bad_number(capsys):
+    code = main(
+        ["vram", "--gpu", "4090", "--model", "qwen-32b-awq", "--gpu-memory-utilization", "3"],
+        stdin=io.StringIO(),
+        stdout=io.StringIO(),
+    )
+    assert code == 2
+    assert "utilization" in capsys.readouterr().err
+
+
+def test_terminal_bad_vram_is_a_message_not_a_crash():
+    code, out = run([], "/vram gpu:nosuchgpu model:qwen-32b-awq\n/vram\n/quit\n")
+    assert code == 0
+    assert "unknown GPU" in out and "usage: /vram" in out
+
+
+def test_console_script_never_prints_a_traceback(tmp_path):
+    garbage = tmp_path / "x.log"
+    garbage.write_bytes(b"\xff\xfe\x00" * 100 + b"max seq len (99999999999999999999999)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "adapters.cli", "triage", str(garbage)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0
+    assert "Traceback" not in proc.stderr + proc.stdout
