@@ -129,6 +129,17 @@ def _model_index() -> dict[str, tuple[str, str | None]]:
 
 
 @cache
+def _ollama_index() -> dict[str, tuple[str, str]]:
+    """Ollama tags exactly as typed (``gemma3:27b``): they name a GGUF variant, not the base model."""
+    index: dict[str, tuple[str, str]] = {}
+    for m in models():
+        for v in m.variants:
+            if v.ollama:
+                index.setdefault(v.ollama.lower(), (m.id, v.id))
+    return index
+
+
+@cache
 def _model_by_id() -> dict[str, ModelSpec]:
     return {m.id: m for m in models()}
 
@@ -137,6 +148,13 @@ def resolve_model(query: str) -> ModelMatch:
     q = query.strip()
     if not q:
         raise NameNotFound("model", query, [])
+    if ":" in q:
+        tag = q.lower().removesuffix(":latest")
+        tags = _ollama_index()
+        hit_tag = tags.get(tag) or tags.get(q.lower())
+        if hit_tag is not None:
+            model = _model_by_id()[hit_tag[0]]
+            return ModelMatch(model, next(v for v in model.variants if v.id == hit_tag[1]))
     index = _model_index()
     keys = [normalise(q), normalise(_strip_org(q))]
     if ":" in q and q.endswith(":latest"):
