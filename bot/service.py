@@ -1,0 +1,154 @@
+"""What every adapter calls: policy around the bot.
+
+``GardenService.handle`` takes one neutral message and decides: ignore it (a bot, a duplicate, not for
+us), throttle it (one polite notice per user per window), or answer it — with secrets redacted before
+anything reads the paste, the CPU work off the event loop, and the outcome logged for stats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bot.core import GardenBot, Paste, collect_paste
+from bot.message import IncomingMessage
+from bot.policy import Deduper, RateLimiter
+from bot.redact import redact
+from bot.reply import Reply
+from bot.settings import Limits
+from bot.storage import Storage
+
+log = logging.getLogger("gpu_garden.service")
+
+OutcomeKind = Literal["reply", "throttled", "ignored", "duplicate"]
+
+
+@dataclass
+class Outcome:
+    kind: OutcomeKind
+    reply: Reply | None = None
+    notice: str | None = None
+    latency_ms: float = 0.0
+    secrets: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def should_send(self) -> bool:
+        return (self.kind == "reply" and self.reply is not None) or (
+            self.kind == "throttled" and bool(self.notice)
+        )
+
+
+class GardenService:
+    def __init__(
+        self,
+        bot: GardenBot | None = None,
+        storage: Storage | None = None,
+        limits: Limits | None = None,
+        clock=time.monotonic,
+    ):
+        self.limits = limits or Limits()
+        self.bot = bot or GardenBot(paste_limit=self.limits.paste_max_bytes)
+        self.storage = storage
+        self.user_limiter = RateLimiter(self.limits.user_per_minute, 60.0, clock)
+        self.channel_limiter = RateLimiter(self.limits.channel_per_minute, 60.0, clock)
+        self.events = Deduper(ttl=self.limits.dedup_ttl_seconds, clock=clock)
+        self._inflight: set[str] = set()
+
+    async def handle(
+        self, msg: IncomingMessage, event_id: str | None = None, edited: bool = False
+    ) -> Outcome:
+        started = time.perf_counter()
+        if msg.is_bot:
+            return Outcome("ignored")
+        if event_id and self.events.seen(f"{msg.platform}:event:{event_id}"):
+            return Outcome("duplicate")
+        source_key = f"{msg.platform}:{msg.channel_id}:{msg.message_id}" if msg.message_id else None
+        if source_key and not edited:
+            if source_key in self._inflight or self.events.seen(source_key):
+                return Outcome("duplicate")
+            if self.storage is not None and not await asyncio.to_thread(
+                self.storage.claim, msg.platform, source_key, msg.channel_id
+            ):
+                return Outcome("duplicate")
+        user_verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
+        channel_verdict = (
+            self.channel_limiter.check(f"{msg.platform}:{msg.channel_id}") if user_verdict.allowed else None
+        )
+        if not user_verdict.allowed or (channel_verdict is not None and not channel_verdict.allowed):
+            verdict = user_verdict if not user_verdict.allowed else channel_verdict
+            assert verdict is not None
+            notice = None
+            if verdict.notify and msg.addressed:
+                notice = f"I'm answering a lot right now; try again in about {max(1, round(verdict.retry_after))} s."
+            return Outcome("throttled", notice=notice)
+        if source_key:
+            self._inflight.add(source_key)
+        try:
+            reply, secrets = await asyncio.to_thread(self._answer, msg)
+        finally:
+            if source_key:
+                self._inflight.discard(source_key)
+        latency = (time.perf_counter() - started) * 1000
+        kind: OutcomeKind = "reply" if reply is not None else "ignored"
+        if self.storage is not None:
+            await asyncio.to_thread(
+                self.storage.record_event,
+                msg.platform,
+                "reply" if reply is not None else "silent",
+                reply.signature if reply else None,
+                reply.category if reply else None,
+                latency,
+            )
+        return Outcome(kind, reply=reply, latency_ms=latency, secrets=secrets)
+
+    def _answer(self, msg: IncomingMessage) -> tuple[Reply | None, tuple[str, ...]]:
+        if msg.command is not None and msg.command.name.lower() != "triage":
+            return self.bot.handle(msg), ()
+        paste = collect_paste(msg, self.limits.paste_max_bytes)
+        if msg.command is not None and msg.command.raw:
+            paste = Paste(paste.text + "\n" + msg.command.raw, paste.truncated, paste.skipped)
+        cleaned = redact(paste.text)
+        paste = Paste(cleaned.text, paste.truncated, paste.skipped)
+        if not paste.text.strip():
+            reply = self.bot.handle(IncomingMessage(platform=msg.platform, mentioned=msg.addressed))
+        else:
+            reply = self.bot.triage(paste, addressed=msg.addressed)
+        if cleaned.found:
+            if reply is None:
+                reply = Reply(kind="notice", title="A secret was in your message", summary=cleaned.warning())
+            else:
+                reply.notes.insert(0, cleaned.warning())
+        return reply, cleaned.kinds
+
+    async def feedback(
+        self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
+    ) -> bool:
+        if self.storage is None:
+            return False
+        return await asyncio.to_thread(
+            self.storage.record_feedback, platform, reply_key, user_id, signature, helpful
+        )
+
+    async def remember_reply(self, msg: IncomingMessage, reply_id: str | None, reply: Reply | None) -> None:
+        if self.storage is None or not msg.message_id:
+            return
+        source_key = f"{msg.platform}:{msg.channel_id}:{msg.message_id}"
+        await asyncio.to_thread(
+            self.storage.record_reply,
+            msg.platform,
+            source_key,
+            reply_id,
+            reply.signature if reply else None,
+            reply.category if reply else None,
+        )
+
+    async def previous_reply(self, msg: IncomingMessage) -> str | None:
+        """Our reply id for this message (to edit it in place when the message is edited)."""
+        if self.storage is None or not msg.message_id:
+            return None
+        return await asyncio.to_thread(
+            self.storage.reply_for, msg.platform, f"{msg.platform}:{msg.channel_id}:{msg.message_id}"
+        )

@@ -1,0 +1,219 @@
+"""The bot's SQLite database: which messages were answered (so nothing is answered twice and edits
+re-triage in place), feedback votes per signature, and an event log for operators' stats.
+
+Every method swallows database faults (locked, disk full, missing folder) after logging them: the
+bot keeps answering when its database is unwell, and says so in the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("gpu_garden.storage")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    platform TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    channel_id TEXT,
+    reply_id TEXT,
+    signature TEXT,
+    category TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (platform, source_id)
+);
+CREATE TABLE IF NOT EXISTS feedback (
+    platform TEXT NOT NULL,
+    reply_key TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    signature TEXT,
+    vote INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (platform, reply_key, user_hash)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    platform TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    signature TEXT,
+    category TEXT,
+    latency_ms REAL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_time ON events (created_at);
+CREATE INDEX IF NOT EXISTS feedback_sig ON feedback (signature);
+"""
+
+
+def user_hash(platform: str, user_id: str) -> str:
+    """Votes are stored against a hash, not the platform's user id."""
+    return hashlib.sha256(f"{platform}:{user_id}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SignatureStats:
+    signature: str
+    answers: int
+    helpful: int
+    not_helpful: int
+
+
+class Storage:
+    def __init__(self, path: Path | str, clock=time.time):
+        self.path = Path(path)
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self.failures = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=2.0, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=2000")
+            conn.executescript(SCHEMA)
+            self._conn = conn
+        return self._conn
+
+    @contextmanager
+    def _db(self, what: str) -> Iterator[sqlite3.Connection | None]:
+        """The connection, or None when the database cannot be opened; faults inside are logged."""
+        with self._lock:
+            try:
+                conn = self._connect()
+            except (sqlite3.Error, OSError) as exc:
+                self._fail(what, exc)
+                yield None
+                return
+            try:
+                yield conn
+            except (sqlite3.Error, OSError) as exc:
+                self._fail(what, exc)
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        self.failures += 1
+        log.warning("database unavailable, %s lost: %s: %s", what, exc.__class__.__name__, exc)
+        if self._conn is not None:
+            with suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def healthy(self) -> bool:
+        with self._db("health check") as db:
+            if db is not None:
+                db.execute("SELECT 1")
+                return True
+        return False
+
+    # replies -----------------------------------------------------------------------------------
+    def reply_for(self, platform: str, source_id: str) -> str | None:
+        """The id of our reply to a message, if we answered it ("" when answered without an id)."""
+        with self._db("reply lookup") as db:
+            if db is not None:
+                row = db.execute(
+                    "SELECT reply_id FROM replies WHERE platform=? AND source_id=?", (platform, source_id)
+                ).fetchone()
+                return None if row is None else (row[0] or "")
+        return None
+
+    def claim(self, platform: str, source_id: str, channel_id: str | None = None) -> bool:
+        """Atomically mark a message as being answered; False if it already was."""
+        with self._db("reply claim") as db:
+            if db is not None:
+                cur = db.execute(
+                    "INSERT OR IGNORE INTO replies (platform, source_id, channel_id, created_at) VALUES (?,?,?,?)",
+                    (platform, source_id, channel_id, self.clock()),
+                )
+                return cur.rowcount == 1
+        return True  # without a database we cannot know; the in-memory deduper still guards
+
+    def record_reply(
+        self, platform: str, source_id: str, reply_id: str | None, signature: str | None, category: str | None
+    ) -> None:
+        with self._db("reply record") as db:
+            if db is not None:
+                db.execute(
+                    "INSERT INTO replies (platform, source_id, reply_id, signature, category, created_at) "
+                    "VALUES (?,?,?,?,?,?) ON CONFLICT(platform, source_id) DO UPDATE SET "
+                    "reply_id=excluded.reply_id, signature=excluded.signature, category=excluded.category",
+                    (platform, source_id, reply_id, signature, category, self.clock()),
+                )
+
+    # feedback ----------------------------------------------------------------------------------
+    def record_feedback(
+        self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
+    ) -> bool:
+        with self._db("feedback") as db:
+            if db is not None:
+                db.execute(
+                    "INSERT INTO feedback (platform, reply_key, user_hash, signature, vote, created_at) "
+                    "VALUES (?,?,?,?,?,?) ON CONFLICT(platform, reply_key, user_hash) DO UPDATE SET "
+                    "vote=excluded.vote, created_at=excluded.created_at",
+                    (
+                        platform,
+                        reply_key,
+                        user_hash(platform, user_id),
+                        signature,
+                        1 if helpful else -1,
+                        self.clock(),
+                    ),
+                )
+                return True
+        return False
+
+    def feedback_counts(self, signature: str) -> tuple[int, int]:
+        with self._db("feedback read") as db:
+            if db is not None:
+                row = db.execute(
+                    "SELECT SUM(vote > 0), SUM(vote < 0) FROM feedback WHERE signature=?", (signature,)
+                ).fetchone()
+                return int(row[0] or 0), int(row[1] or 0)
+        return 0, 0
+
+    # events and stats --------------------------------------------------------------------------
+    def record_event(
+        self,
+        platform: str,
+        kind: str,
+        signature: str | None = None,
+        category: str | None = None,
+        latency_ms: float | None = None,
+    ) -> None:
+        with self._db("event log") as db:
+            if db is not None:
+                db.execute(
+                    "INSERT INTO events (platform, kind, signature, category, latency_ms, created_at) VALUES (?,?,?,?,?,?)",
+                    (platform, kind, signature, category, latency_ms, self.clock()),
+                )
+
+    def stats(self, since_seconds: float) -> list[SignatureStats]:
+        """Signatures answered since then, most frequent first, with their feedback."""
+        cutoff = self.clock() - since_seconds
+        with self._db("stats") as db:
+            if db is not None:
+                rows = db.execute(
+                    "SELECT e.signature, COUNT(*), "
+                    "(SELECT COUNT(*) FROM feedback f WHERE f.signature=e.signature AND f.vote>0 AND f.created_at>=?), "
+                    "(SELECT COUNT(*) FROM feedback f WHERE f.signature=e.signature AND f.vote<0 AND f.created_at>=?) "
+                    "FROM events e WHERE e.kind='reply' AND e.signature IS NOT NULL AND e.created_at>=? "
+                    "GROUP BY e.signature ORDER BY COUNT(*) DESC",
+                    (cutoff, cutoff, cutoff),
+                ).fetchall()
+                return [SignatureStats(r[0], r[1], r[2], r[3]) for r in rows]
+        return []

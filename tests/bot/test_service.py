@@ -1,0 +1,83 @@
+"""The service around the bot: ignore bots, answer once, throttle politely, redact secrets."""
+
+from __future__ import annotations
+
+from bot.message import Attachment, IncomingMessage, SlashCommand
+from bot.service import GardenService
+from bot.settings import Limits
+from bot.storage import Storage
+
+KV = "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV cache (3664)."
+
+
+def msg(i="1", user="u1", channel="c1", text=KV, **kw):
+    return IncomingMessage(platform="test", text=text, message_id=i, user_id=user, channel_id=channel, **kw)
+
+
+async def test_answers_once_per_message_even_across_restarts(tmp_path):
+    db = tmp_path / "db.sqlite3"
+    svc = GardenService(storage=Storage(db))
+    assert (await svc.handle(msg())).kind == "reply"
+    assert (await svc.handle(msg())).kind == "duplicate"
+    restarted = GardenService(storage=Storage(db))
+    assert (await restarted.handle(msg())).kind == "duplicate"
+
+
+async def test_edit_is_retriaged():
+    svc = GardenService()
+    assert (await svc.handle(msg())).kind == "reply"
+    assert (await svc.handle(msg(), edited=True)).kind == "reply"
+
+
+async def test_bots_and_retried_events_are_ignored():
+    svc = GardenService()
+    assert (await svc.handle(msg(is_bot=True))).kind == "ignored"
+    assert (await svc.handle(msg("2"), event_id="Ev1")).kind == "reply"
+    assert (await svc.handle(msg("3"), event_id="Ev1")).kind == "duplicate"
+
+
+async def test_throttle_notices_once_when_addressed():
+    svc = GardenService(limits=Limits(user_per_minute=2, channel_per_minute=100))
+    kinds = [(await svc.handle(msg(str(i), mentioned=True))) for i in range(5)]
+    assert [o.kind for o in kinds] == ["reply", "reply", "throttled", "throttled", "throttled"]
+    assert [bool(o.notice) for o in kinds[2:]] == [True, False, False]
+
+
+async def test_passive_unknown_error_is_silent_but_asked_gets_answer():
+    svc = GardenService()
+    passive = await svc.handle(msg(text="ImportError: no module named foo"))
+    assert passive.kind == "ignored" and passive.reply is None
+    asked = await svc.handle(msg("9", text="ImportError: no module named foo", mentioned=True))
+    assert asked.reply is not None and asked.reply.kind == "no_finding"
+
+
+async def test_secret_redacted_and_warned():
+    svc = GardenService()
+    token = "hf_" + "Q" * 34
+    out = await svc.handle(msg(text=f"HF_TOKEN={token}\n{KV}"))
+    assert out.secrets and "Hugging Face token" in out.secrets[0]
+    assert "rotate" in out.reply.notes[0]
+    assert token not in repr(out.reply)
+
+
+async def test_text_attachment_is_read_binary_skipped():
+    svc = GardenService()
+    m = msg(
+        text="see attached",
+        mentioned=True,
+        attachments=(
+            Attachment("message.txt", KV.encode()),
+            Attachment("screenshot.png", b"\x89PNG\x00\x00", content_type="image/png"),
+        ),
+    )
+    out = await svc.handle(m)
+    assert out.reply.category == "kv_cache_too_small"
+    assert any("screenshot.png" in n for n in out.reply.notes)
+
+
+async def test_vram_command():
+    svc = GardenService()
+    out = await svc.handle(
+        IncomingMessage(platform="test", command=SlashCommand("vram", raw="gpu:4090 model:qwen-32b-awq"))
+    )
+    assert out.reply.kind == "vram"

@@ -1,0 +1,67 @@
+"""One settings model: environment, YAML file and flags, with one precedence order; secrets stay secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.settings import SettingsError, load_settings
+
+ENV = [
+    "GPU_GARDEN_DISCORD_TOKEN",
+    "GPU_GARDEN_DISCORD_CHANNELS",
+    "GPU_GARDEN_DATABASE",
+    "GPU_GARDEN_SLACK_BOT_TOKEN",
+    "GPU_GARDEN_SLACK_API_URL",
+    "GPU_GARDEN_CONFIG",
+    "GPU_GARDEN_LIMITS_USER_PER_MINUTE",
+]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for var in ENV:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+def test_env_vars(monkeypatch):
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_TOKEN", "secret-token-value")
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_CHANNELS", "111, 222")
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", "/data/bot.sqlite3")
+    monkeypatch.setenv("GPU_GARDEN_SLACK_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setenv("GPU_GARDEN_LIMITS_USER_PER_MINUTE", "3")
+    s = load_settings()
+    assert s.discord.channels == ["111", "222"]
+    assert str(s.database) == "/data/bot.sqlite3"
+    assert s.slack.api_url == "http://127.0.0.1:9/api/"
+    assert s.limits.user_per_minute == 3
+    assert "secret-token-value" not in repr(s) and "secret-token-value" not in str(s)
+    assert s.discord_enabled and not s.slack_enabled
+
+
+def test_precedence_flags_over_env_over_yaml(monkeypatch, tmp_path):
+    cfg = tmp_path / "gg.yaml"
+    cfg.write_text("database: /from/yaml.sqlite3\nlog_level: DEBUG\ndiscord:\n  channels: ['9']\n")
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", "/from/env.sqlite3")
+    s = load_settings(config_file=cfg)
+    assert str(s.database) == "/from/env.sqlite3"  # env beats YAML
+    assert s.log_level == "DEBUG"  # YAML beats defaults
+    assert s.discord.channels == ["9"]
+    s = load_settings(config_file=cfg, database="/from/flag.sqlite3")
+    assert str(s.database) == "/from/flag.sqlite3"  # flags beat env
+
+
+def test_token_file(monkeypatch, tmp_path):
+    secret = tmp_path / "token"
+    secret.write_text("xoxb-from-file\n")
+    monkeypatch.setenv("GPU_GARDEN_SLACK_BOT_TOKEN_FILE", str(secret))
+    s = load_settings()
+    assert s.slack.bot_token.get_secret_value() == "xoxb-from-file"
+
+
+def test_bad_value_names_setting_not_secret(monkeypatch):
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_TOKEN", "tok-ABCDEF")
+    monkeypatch.setenv("GPU_GARDEN_LIMITS_USER_PER_MINUTE", "zero")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert "user_per_minute" in str(err.value) and "tok-ABCDEF" not in str(err.value)
