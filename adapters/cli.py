@@ -198,6 +198,51 @@ def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool) -> int:
     return EXIT_OK
 
 
+def _settings(config: Path | None):
+    from bot.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(config_file=config)
+    except SettingsError as exc:
+        raise CliError(f"settings: {exc}") from exc
+
+
+def setup_logging(settings) -> None:
+    import logging
+
+    from bot.logs import configure
+
+    configure(settings.log_level, settings.log_format)
+    logging.getLogger("gpu_garden").debug("logging configured")
+
+
+def _serve(settings, platforms: list[str]) -> int:
+    import asyncio
+
+    from adapters.runner import serve
+
+    setup_logging(settings)
+    return asyncio.run(serve(settings, platforms))
+
+
+def cmd_platform(args: argparse.Namespace) -> int:
+    settings = _settings(args.config)
+    if args.command == "discord":
+        if settings.discord.token is None:
+            raise CliError("GPU_GARDEN_DISCORD_TOKEN is not set")
+        if getattr(args, "action", None) == "sync-commands":
+            import asyncio
+
+            from adapters.discord import sync_commands
+
+            setup_logging(settings)
+            return asyncio.run(sync_commands(settings, args.guild))
+        return _serve(settings, ["discord"])
+    if settings.slack.bot_token is None:
+        raise CliError("GPU_GARDEN_SLACK_BOT_TOKEN is not set")
+    return _serve(settings, ["slack"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-garden",
@@ -233,6 +278,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-type-v", "-ctv", dest="cache_type_v")
     v.add_argument("--parallel", "-np", type=int)
     v.add_argument("--json", action="store_true")
+    for name in ("discord", "slack"):
+        p = sub.add_parser(
+            name, help=f"run the {name.capitalize()} bot (tokens from the environment or --config)"
+        )
+        p.add_argument("--config", type=Path, help="YAML settings file")
+        if name == "discord":
+            dsub = p.add_subparsers(dest="action")
+            sync = dsub.add_parser("sync-commands", help="register /vram, /triage and the context menu")
+            sync.add_argument("--guild", help="sync to one guild (instant) instead of globally")
     return parser
 
 
@@ -246,6 +300,14 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
             return cmd_triage(args, stdin, stdout)
         if args.command == "vram":
             return cmd_vram(args, stdout)
+        if args.command in ("discord", "slack"):
+            return cmd_platform(args)
+        settings = _settings(None)
+        platforms = [
+            p for p, on in (("discord", settings.discord_enabled), ("slack", settings.slack_enabled)) if on
+        ]
+        if platforms:
+            return _serve(settings, platforms)
         return run_terminal(stdin, stdout, interactive=stdin.isatty())
     except CliError as exc:
         sys.stderr.write(f"gpu-garden: {exc}\n")

@@ -213,3 +213,38 @@ def model_names() -> list[str]:
         names.append(m.id)
         names.extend(v.id for v in m.variants)
     return names
+
+
+def suggest_gpus(text: str, limit: int = 25) -> list[tuple[str, str]]:
+    """(display name, id) for autocomplete: prefix/substring matches first, then fuzzy."""
+    entries = [(f"{g.name} ({g.memory_gb:g} GB)", g.id, [g.id, g.name, *g.aliases]) for g in gpus()]
+    return _suggest(entries, text, limit)
+
+
+def suggest_models(text: str, limit: int = 25) -> list[tuple[str, str]]:
+    """(display name, name to pass back) for autocomplete over models and their variants."""
+    entries: list[tuple[str, str, list[str]]] = []
+    for m in models():
+        entries.append((m.id, m.id, [m.id, *m.aliases]))
+        for v in m.variants:
+            if v.id != m.id:
+                entries.append((v.id, v.id, [v.id, *v.aliases, *([v.ollama] if v.ollama else [])]))
+    return _suggest(entries, text, limit)
+
+
+def _suggest(entries: list[tuple[str, str, list[str]]], text: str, limit: int) -> list[tuple[str, str]]:
+    key = normalise(text)
+    if not key:
+        return [(label[:100], value[:100]) for label, value, _ in entries[:limit]]
+    prefix, contains, rest = [], [], []
+    for label, value, names in entries:
+        keys = [normalise(n) for n in names] + [normalise(_strip_org(n)) for n in names]
+        if any(k.startswith(key) for k in keys):
+            prefix.append((label, value))
+        elif any(key in k for k in keys):
+            contains.append((label, value))
+        else:
+            rest.append((label, value, max(fuzz.partial_ratio(key, k) for k in keys)))
+    rest.sort(key=lambda r: -r[2])
+    ranked = prefix + contains + [(label, value) for label, value, score in rest if score >= 75]
+    return [(label[:100], value[:100]) for label, value in ranked[:limit]]

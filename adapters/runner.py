@@ -1,0 +1,76 @@
+"""Run the configured platforms in one process: storage, service, health, signals, watchdog.
+
+Each platform package exposes ``async def serve(settings, service, health) -> None`` which runs until
+cancelled.  SIGTERM and SIGINT cancel everything and close connections cleanly (exit 0); the watchdog
+exits 3 after a long disconnect so the container's restart policy brings the bot back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import signal
+
+from bot.health import Health
+from bot.service import GardenService
+from bot.settings import Settings
+from bot.storage import Storage
+
+log = logging.getLogger("gpu_garden.runner")
+
+PLATFORM_MODULES = {"discord": "adapters.discord", "slack": "adapters.slack"}
+
+
+def build_service(settings: Settings) -> GardenService:
+    from bot.core import GardenBot
+    from bot.detector import Detector, default_detector
+    from knowledge.loader import load_with_extra
+
+    detector = (
+        default_detector()
+        if settings.knowledge_dir is None
+        else Detector(load_with_extra(settings.knowledge_dir))
+    )
+    bot = GardenBot(detector=detector, paste_limit=settings.limits.paste_max_bytes)
+    return GardenService(bot=bot, storage=Storage(settings.database), limits=settings.limits)
+
+
+async def serve(settings: Settings, platforms: list[str], service: GardenService | None = None) -> int:
+    service = service or build_service(settings)
+    health = Health(settings.health_file)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    tasks: list[asyncio.Task] = []
+    for name in platforms:
+        module = importlib.import_module(PLATFORM_MODULES[name])
+        health.started(name)
+        tasks.append(asyncio.create_task(module.serve(settings, service, health), name=name))
+    watchdog = asyncio.create_task(health.watchdog(settings.disconnect_exit_seconds), name="watchdog")
+    stopper = asyncio.create_task(stop.wait(), name="stop")
+    code = 0
+    try:
+        done, _pending = await asyncio.wait([*tasks, watchdog, stopper], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task is stopper:
+                log.info("stop signal received; shutting down")
+                continue
+            exc = task.exception()
+            if isinstance(exc, SystemExit):
+                code = int(exc.code or 0)
+            elif exc is not None:
+                log.error("%s stopped: %s", task.get_name(), exc.__class__.__name__)
+                code = 1
+            else:
+                log.info("%s finished", task.get_name())
+    finally:
+        for task in [*tasks, watchdog, stopper]:
+            task.cancel()
+        await asyncio.gather(*tasks, watchdog, stopper, return_exceptions=True)
+        if service.storage is not None:
+            service.storage.close()
+    return code
