@@ -192,11 +192,20 @@ def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
 
 
 def _first_match(norm: Normalized, patterns: list[Any]) -> tuple[Any, Any] | None:
-    for view in norm.views:
-        for pattern in patterns:
+    """The first pattern that matches anywhere; among the views, the match that fills the most
+    named groups (a wrapped line may match the unjoined view with its optional tail cut off)."""
+    for pattern in patterns:
+        best: tuple[Any, Any] | None = None
+        best_filled = -1
+        for view in norm.views:
             m = pattern.search(view.text)
-            if m:
-                return view, m
+            if not m:
+                continue
+            filled = sum(1 for v in m.groupdict().values() if v is not None)
+            if filled > best_filled:
+                best, best_filled = (view, m), filled
+        if best is not None:
+            return best
     return None
 
 
@@ -223,7 +232,7 @@ _INT_FIELDS = {
     "n_gpu_layers",
 }
 _FLOAT_FIELDS = {"gpu_memory_utilization", "gpu_total_gib", "mem_fraction_static", "compute_capability"}
-_TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length"}
+_TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length", "max_total_tokens", "max_input_tokens"}
 _BOOL_FIELDS = {"enforce_eager"}
 
 
@@ -237,7 +246,7 @@ def _context_value(field_name: str, raw: str) -> Any:
         return parse_token_count(raw)
     if field_name in _BOOL_FIELDS:
         return raw.lower() in ("1", "true", "yes")
-    return raw[:300] or None
+    return raw[: 2000 if field_name == "command" else 300] or None
 
 
 def extract_context(norm: Normalized, rules: list[tuple[str, Any, Any]]) -> Context:

@@ -147,7 +147,7 @@ def normalize(data: bytes | str) -> Normalized:
             continue
         if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
             continue
-        if _RECORD_START.search(line):
+        if _RECORD_START.search(line) and not _wrapped_mid_record(prev, line):
             continue
         joins[i] = True
 
@@ -156,6 +156,17 @@ def normalize(data: bytes | str) -> Normalized:
         views.append(_build_view(cleaned, joins, ""))
         views.append(_build_view(cleaned, joins, " "))
     return Normalized(tuple(cleaned), tuple(views))
+
+
+_ENDS_RECORD = re2.compile(r"[.:;!?)\]}>]\s*$")
+_WORD_COLON = re2.compile(r"^(?: ?[a-z_][a-z0-9_]*: | [a-z])")
+TERMINAL_WRAP = 80
+
+
+def _wrapped_mid_record(prev: str, line: str) -> bool:
+    """A terminal wrap can leave ``failed: out of memory`` or `` needed`` at the start of a line: the
+    previous line is terminal-wide and stops mid-sentence."""
+    return len(prev) >= TERMINAL_WRAP and not _ENDS_RECORD.search(prev) and bool(_WORD_COLON.search(line))
 
 
 def _build_view(lines: list[str], joins: list[bool], glue: str) -> View:

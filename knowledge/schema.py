@@ -147,6 +147,8 @@ REMEDIES: frozenset[str] = frozenset(
         "expandable_segments",
         "reduce_batch",
         "max_batch_prefill_tokens",
+        "max_total_tokens",
+        "max_input_tokens",
         # any engine
         "smaller_quant",
         "bigger_gpu",
@@ -180,6 +182,11 @@ CONTEXT_FIELDS = (
     "n_gpu_layers",
     "mem_fraction_static",
     "context_length",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "max_total_tokens",
+    "max_input_tokens",
+    "max_batch_prefill_tokens",
     "compute_capability",
     "os",
 )
