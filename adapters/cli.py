@@ -128,11 +128,38 @@ VRAM_FIELDS = {
 }
 
 
+def cmd_match(args: argparse.Namespace, stdout: TextIO) -> int:
+    """Only --model (which GPUs serve it) or only --gpu (which models fit it)."""
+    from bot.vram import match_gpus_reply, match_models_reply
+
+    fields: dict = {"engine": args.engine or "vllm"}
+    if args.max_model_len:
+        fields["max_model_len"] = args.max_model_len
+    if args.kv_cache_dtype:
+        fields["kv_cache_dtype"] = args.kv_cache_dtype
+    if args.gpus:
+        fields["gpus"] = args.gpus
+    try:
+        if args.model:
+            reply = match_gpus_reply({**fields, "model": args.model})
+        else:
+            reply = match_models_reply({**fields, "gpu": args.gpu})
+    except NameNotFound as exc:
+        raise CliError(str(exc)) from exc
+    if args.json:
+        stdout.write(json.dumps(reply.data, indent=2) + "\n")
+    else:
+        stdout.write(to_markdown(reply))
+    return EXIT_OK
+
+
 def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
-    if not args.model or not args.gpu:
+    if not args.model and not args.gpu:
         raise CliError(
-            "vram needs --model and --gpu (e.g. gpu-garden vram --gpu 4090 --model qwen2.5-coder-32b-awq)"
+            "vram needs --model and/or --gpu (e.g. gpu-garden vram --gpu 4090 --model qwen2.5-coder-32b-awq)"
         )
+    if not args.model or not args.gpu:
+        return cmd_match(args, stdout)
     fields: dict = {"model": args.model, "gpu": args.gpu, "enforce_eager": args.enforce_eager}
     for attr, field in VRAM_FIELDS.items():
         value = getattr(args, attr)

@@ -11,8 +11,10 @@ from pydantic import ValidationError
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from calculator.estimate import VramRequest, VramResult, estimate
+from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
 from calculator.resolve import NameNotFound, resolve_gpu, resolve_model
 from calculator.units import KIB, fmt_tokens
+from calculator.vllm import derived_max_model_len
 
 KEY_ALIASES = {
     "gpu": "gpu",
@@ -98,7 +100,12 @@ def parse_args(args: dict[str, str] | None = None, raw: str = "") -> dict[str, s
 def build_request(named: dict[str, str]) -> VramRequest:
     if "model" not in named or "gpu" not in named:
         raise VramInputError(USAGE)
-    fields: dict[str, object] = {"model": named["model"], "gpu": named["gpu"]}
+    return VramRequest(**request_fields(named))
+
+
+def request_fields(named: dict[str, str]) -> dict[str, object]:
+    """Validated request fields from the parsed words (model/gpu may be absent for matchmaking)."""
+    fields: dict[str, object] = {k: named[k] for k in ("model", "gpu") if k in named}
     engine = named.get("engine", "vllm").lower()
     if engine not in ENGINE_ALIASES:
         raise VramInputError(f"unknown engine {engine!r}; use vllm, llama.cpp, ollama or sglang")
@@ -140,10 +147,11 @@ def build_request(named: dict[str, str]) -> VramRequest:
         else:
             fields["kv_cache_dtype"] = kv
     try:
-        return VramRequest(**fields)
+        VramRequest(**{"model": "x", "gpu": "x", **fields})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise VramInputError(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
+    return fields
 
 
 def vram_reply(result: VramResult) -> Reply:
@@ -209,10 +217,110 @@ def vram_reply(result: VramResult) -> Reply:
 
 def answer(args: dict[str, str] | None = None, raw: str = "") -> Reply:
     try:
-        request = build_request(parse_args(args, raw))
-        return vram_reply(estimate(request))
+        if raw.strip().lower() in ("help", "?"):
+            return Reply(
+                kind="help",
+                title="/vram",
+                summary=USAGE + ". Give only a GPU or only a model for matchmaking.",
+            )
+        named = parse_args(args, raw)
+        if "model" in named and "gpu" in named:
+            return vram_reply(estimate(build_request(named)))
+        fields = request_fields(named)
+        if "model" in named:
+            return match_gpus_reply(fields)
+        if "gpu" in named:
+            return match_models_reply(fields)
+        raise VramInputError(USAGE)
     except (VramInputError, NameNotFound, ValueError) as exc:
         return Reply(kind="error", title="I could not answer that /vram", summary=str(exc))
+
+
+def match_gpus_reply(fields: dict[str, object]) -> Reply:
+    """Only a model: which GPUs (and how many) serve it, one card first, least memory first."""
+    match = resolve_model(str(fields["model"]))
+    engine = str(fields.get("engine", "vllm"))
+    context = fields.get("max_model_len")
+    options = gpus_for_model(
+        match.model,
+        match.variant,
+        context=context,
+        engine=engine,
+        kv_cache_dtype=str(fields.get("kv_cache_dtype", "auto")),  # type: ignore[arg-type]
+    )
+    label = match.label
+    want = context or min(derived_max_model_len(match.model), DEFAULT_CONTEXT)
+    if not options:
+        return Reply(
+            kind="match",
+            title=f"No GPU setup in my catalog serves {label} at {fmt_tokens(want)} tokens",
+            summary="Try a smaller quantization, a shorter context, or more GPUs with pipeline parallelism.",
+        )
+    lines = []
+    for o in options:
+        setup = f"{o.count}x {o.gpu.name}" if o.count > 1 else o.gpu.name
+        price = ""
+        if o.gpu.price:
+            unit = "/h" if o.gpu.price.kind == "cloud_hourly" else ""
+            price = f", about ${o.price_usd:,.0f}{unit} ({o.gpu.price.kind} {o.gpu.price.date})"
+        lines.append(
+            f"{setup}: {o.total_gib:.0f} GiB, context up to {fmt_tokens(o.result.max_model_len_fit)}, "
+            f"{o.result.max_concurrency:g}x at {fmt_tokens(want)}{price}"
+        )
+    best = options[0]
+    return Reply(
+        kind="match",
+        title=f"GPUs that serve {label} at {fmt_tokens(want)} tokens ({_ENGINE[engine]})",
+        summary="Single cards first, then multi-GPU setups, least memory first.",
+        sections=[Section("Options", body="\n".join(lines))],
+        fixes=[Fix(engine, f"on {best.gpu.name}", best.result.command, "the first option above", rank=0)],
+        data={
+            "options": [
+                {
+                    "gpu": o.gpu.id,
+                    "count": o.count,
+                    "total_gib": o.total_gib,
+                    "max_model_len_fit": o.result.max_model_len_fit,
+                }
+                for o in options
+            ]
+        },
+    )
+
+
+def match_models_reply(fields: dict[str, object]) -> Reply:
+    """Only a GPU: the catalog models that fit, best checkpoint each, biggest first."""
+    gpu = resolve_gpu(str(fields["gpu"]))
+    engine = str(fields.get("engine", "vllm"))
+    count = int(fields.get("gpus", 1))  # type: ignore[arg-type]
+    options = models_for_gpu(gpu, count=count, context=fields.get("max_model_len"), engine=engine)  # type: ignore[arg-type]
+    setup = f"{count}x {gpu.name}" if count > 1 else gpu.name
+    if not options:
+        return Reply(kind="match", title=f"No catalog model fits {setup} ({_ENGINE[engine]})", summary=USAGE)
+    lines = [
+        f"{o.variant.id if o.variant else o.model.id} ({o.model.params_b:g}B): context up to "
+        f"{fmt_tokens(o.result.max_model_len_fit)}, weights {o.result.weights_gib:.1f} GiB per GPU"
+        for o in options
+    ]
+    return Reply(
+        kind="match",
+        title=f"Models that fit {setup} ({_ENGINE[engine]})",
+        summary="Biggest models first, each with the highest-precision checkpoint that fits.",
+        sections=[Section("Options", body="\n".join(lines))],
+        data={
+            "options": [
+                {
+                    "model": o.model.id,
+                    "variant": o.variant.id if o.variant else None,
+                    "max_model_len_fit": o.result.max_model_len_fit,
+                }
+                for o in options
+            ]
+        },
+    )
+
+
+_ENGINE = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang"}
 
 
 def resolve_names(named: dict[str, str]) -> tuple[str, str]:

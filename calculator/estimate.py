@@ -121,14 +121,26 @@ def _rem(r: Remedy) -> RemedyOut:
 
 
 def estimate(req: VramRequest) -> VramResult:
+    """Resolve the names in the request, then compute."""
     match = resolve_model(req.model)
-    gpu = resolve_gpu(req.gpu)
-    model = match.model
-    variant = _pick_variant(model, match.variant, req.engine)
+    return estimate_for(match.model, match.variant, resolve_gpu(req.gpu), req)
+
+
+def estimate_for(model: ModelSpec, named_variant: Variant | None, gpu: GPU, req: VramRequest) -> VramResult:
+    """The computation for catalog entries already resolved (the matchmaker calls this in loops)."""
+    result = _estimate_for(model, named_variant, gpu, req)
+    limit = derived_max_model_len(model, req.vllm_version or CURRENT_VLLM)
+    if result.max_model_len_fit > limit:
+        result.max_model_len_fit = limit  # the model's own limit, not the memory, is the cap
+    return result
+
+
+def _estimate_for(model: ModelSpec, named_variant: Variant | None, gpu: GPU, req: VramRequest) -> VramResult:
+    variant = _pick_variant(model, named_variant, req.engine)
     total = req.gpu_memory_gib or gpu.total_gib
     notes: list[str] = []
-    if match.variant is not None and variant is None and req.engine in ("vllm", "sglang"):
-        notes.append(f"{match.variant.id} is a GGUF file; {req.engine} numbers use the original checkpoint")
+    if named_variant is not None and variant is None and req.engine in ("vllm", "sglang"):
+        notes.append(f"{named_variant.id} is a GGUF file; {req.engine} numbers use the original checkpoint")
     if req.engine == "vllm":
         return _vllm(req, model, variant, gpu, total, notes)
     if req.engine == "sglang":

@@ -163,7 +163,9 @@ def resolve_model(query: str) -> ModelMatch:
     if hit is None:
         hit = index[_fuzzy("model", q, keys[1], index)]
     model = _model_by_id()[hit[0]]
-    variant = next((v for v in model.variants if v.id == hit[1]), None)
+    # the base name means the official checkpoint (FP8 for DeepSeek-V3, MXFP4 for gpt-oss, ...)
+    wanted = hit[1] or model.id
+    variant = next((v for v in model.variants if v.id == wanted), None)
     return ModelMatch(model, variant)
 
 

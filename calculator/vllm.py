@@ -28,7 +28,7 @@ NON_TORCH_GIB_PER_EXTRA_RANK = 0.25  # NCCL buffers and custom all-reduce once t
 # V0 profiles (Llama-3.1-8B: 2.07/2.99 GiB at 20,000/29,000 tokens; Qwen2.5-1.5B: 2.02 GiB at
 # 32,768 tokens): both give 3.7 x intermediate x 2 B per token.
 ACTIVATION_FACTOR = 3.7
-SAMPLER_TEMPORARIES = 3  # logits in fp32 plus softmax / sort temporaries
+SAMPLER_TEMPORARIES = 2  # logits in fp32 plus one softmax-sized temporary
 
 
 @dataclass
