@@ -129,36 +129,115 @@ def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
     return lines, view.first_physical[first]
 
 
+class PatternBank:
+    """Every pattern of a knowledge base, compiled once, plus an RE2 Set that finds in one pass over a
+    view which of them match anywhere; only those are then searched one by one."""
+
+    SET_MAX_MEM = 256 << 20
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self.compiled: list[Any] = []
+        self._set: Any = None
+
+    def add(self, pattern: str) -> int:
+        if pattern not in self._ids:
+            self._ids[pattern] = len(self.compiled)
+            self.compiled.append(re2.compile(pattern))
+        return self._ids[pattern]
+
+    def freeze(self) -> None:
+        options = re2.Options()
+        options.max_mem = self.SET_MAX_MEM
+        candidate = re2.Set.SearchSet(options)
+        try:
+            for pattern in self._ids:
+                candidate.Add(pattern)
+            candidate.Compile()
+        except re2.error:
+            candidate = None  # fall back to searching every pattern
+        self._set = candidate
+
+    def scan(self, norm: Normalized) -> list[frozenset[int] | None]:
+        """Per view, the ids of the patterns that match it (None: unknown, search them all)."""
+        if self._set is None:
+            return [None] * len(norm.views)
+        return [frozenset(self._set.Match(view.text) or ()) for view in norm.views]
+
+
 class Detector:
     """Signatures and context rules of one knowledge base, compiled once."""
 
     def __init__(self, kb: KnowledgeBase):
         self.kb = kb
+        self.bank = PatternBank()
         self._sigs = [
             (
                 s,
-                [re2.compile(p) for p in s.signature.patterns],
-                [re2.compile(p) for p in s.signature.requires],
-                [re2.compile(p) for p in s.signature.excludes],
+                [self.bank.add(p) for p in s.signature.patterns],
+                [self.bank.add(p) for p in s.signature.requires],
+                [self.bank.add(p) for p in s.signature.excludes],
             )
             for s in kb.signatures
         ]
-        self._rules = [(rule.field, re2.compile(rule.pattern), rule) for _engine, rule in kb.context]
+        self._rules = [(rule.field, self.bank.add(rule.pattern), rule) for _engine, rule in kb.context]
+        self.bank.freeze()
 
     def detect(self, text: str | bytes) -> Detection:
         norm = normalize(text)
+        hits = self.bank.scan(norm)
         findings: list[Finding] = []
         for loaded, patterns, requires, excludes in self._sigs:
-            found = _first_match(norm, patterns)
+            found = self._first_match(norm, hits, patterns)
             if found is None:
                 continue
-            if any(_first_match(norm, [r]) is None for r in requires):
+            if any(self._first_match(norm, hits, [r]) is None for r in requires):
                 continue
-            if any(_first_match(norm, [x]) is not None for x in excludes):
+            if any(self._first_match(norm, hits, [x]) is not None for x in excludes):
                 continue
             view, match = found
             findings.append(_finding(loaded, view, match))
-        return Detection(_rank(findings, self.kb), extract_context(norm, self._rules), norm)
+        return Detection(_rank(findings, self.kb), self._context(norm, hits), norm)
+
+    def _first_match(self, norm: Normalized, hits: list, pattern_ids: list[int]) -> tuple[Any, Any] | None:
+        """The first pattern that matches anywhere; among the views, the match that fills the most
+        named groups (a wrapped line may match the unjoined view with its optional tail cut off)."""
+        for pid in pattern_ids:
+            pattern = self.bank.compiled[pid]
+            best: tuple[Any, Any] | None = None
+            best_filled = -1
+            for view, view_hits in zip(norm.views, hits, strict=True):
+                if view_hits is not None and pid not in view_hits:
+                    continue
+                m = pattern.search(view.text)
+                if not m:
+                    continue
+                filled = sum(1 for v in m.groupdict().values() if v is not None)
+                if filled > best_filled:
+                    best, best_filled = (view, m), filled
+                if filled == pattern.groups:
+                    break  # nothing left for a joined view to add
+            if best is not None:
+                return best
+        return None
+
+    def _context(self, norm: Normalized, hits: list) -> Context:
+        fields: dict[str, Any] = {}
+        view_ids = [0, len(norm.views) - 1] if len(norm.views) > 1 else [0]
+        for field_name, pid, rule in self._rules:
+            if field_name in fields:
+                continue
+            for vi in view_ids:
+                if hits[vi] is not None and pid not in hits[vi]:
+                    continue
+                m = self.bank.compiled[pid].search(norm.views[vi].text)
+                if not m:
+                    continue
+                value = _context_value(field_name, m.groupdict().get("value") or rule.value or "")
+                if value is not None:
+                    fields[field_name] = value
+                    break
+        return Context(fields)
 
 
 @cache
@@ -189,24 +268,6 @@ def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
         invalid=invalid,
         versions=sig.versions,
     )
-
-
-def _first_match(norm: Normalized, patterns: list[Any]) -> tuple[Any, Any] | None:
-    """The first pattern that matches anywhere; among the views, the match that fills the most
-    named groups (a wrapped line may match the unjoined view with its optional tail cut off)."""
-    for pattern in patterns:
-        best: tuple[Any, Any] | None = None
-        best_filled = -1
-        for view in norm.views:
-            m = pattern.search(view.text)
-            if not m:
-                continue
-            filled = sum(1 for v in m.groupdict().values() if v is not None)
-            if filled > best_filled:
-                best, best_filled = (view, m), filled
-        if best is not None:
-            return best
-    return None
 
 
 def _rank(findings: list[Finding], kb: KnowledgeBase) -> list[Finding]:
@@ -247,21 +308,3 @@ def _context_value(field_name: str, raw: str) -> Any:
     if field_name in _BOOL_FIELDS:
         return raw.lower() in ("1", "true", "yes")
     return raw[: 2000 if field_name == "command" else 300] or None
-
-
-def extract_context(norm: Normalized, rules: list[tuple[str, Any, Any]]) -> Context:
-    fields: dict[str, Any] = {}
-    views = (norm.views[0], norm.views[-1]) if len(norm.views) > 1 else norm.views
-    for field_name, pattern, rule in rules:
-        if field_name in fields:
-            continue
-        for view in views:
-            m = pattern.search(view.text)
-            if not m:
-                continue
-            raw = m.groupdict().get("value") or rule.value or ""
-            value = _context_value(field_name, raw)
-            if value is not None:
-                fields[field_name] = value
-                break
-    return Context(fields)

@@ -3,15 +3,21 @@
 - decode bytes leniently, drop NULs, zero-width and bidi-control characters, NFKC-fold look-alike digits;
 - strip ANSI colour sequences (also with the escape byte lost: ``[34m``);
 - strip log prefixes (vLLM, Ray, torchrun, docker compose, journald, Go slog, SGLang, llama.cpp timestamps,
-  CI timestamps) — repeatedly, since they nest;
+  CI timestamps) — nested ones too;
 - re-join hard-wrapped lines into logical lines.  A wrap may have split a word (``KV cach`` / ``e``)
   or replaced a space, so two joined views are produced: one joined with nothing, one with a space.
+  They hold only the re-joined lines; the plain view holds everything.
 
-Every regex here is RE2 (linear time).
+Linear time on any input: the ANSI pass is RE2.  The line-anchored prefix and record-start patterns run
+on Python's ``re`` because they are applied once per line and must be fast; every quantifier in them is
+possessive or bounded by a small constant, so they never backtrack (tests/bot/test_normalize.py checks
+this structurally).
 """
 
 from __future__ import annotations
 
+import bisect
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -20,6 +26,7 @@ import re2
 _INVISIBLE = dict.fromkeys(
     [
         0x00,
+        0x02,
         0x200B,
         0x200C,
         0x200D,
@@ -38,46 +45,60 @@ _ANSI = re2.compile(
     r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Z0-9]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"
 )
 
-_PREFIXES = [
+# Log prefixes, each possessive (no backtracking): every quantified class is followed by a character
+# it cannot match, so possessive and greedy agree.
+PREFIX_PATTERNS = [
     # CI / Buildkite: "  | [2025-03-10T15:07:20Z] "
-    r"\s*\|\s+",
-    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z?\]\s*",
+    r"[ \t]*+\|[ \t]++",
+    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++Z?\][ \t]*+",
     # SGLang / generic bracketed timestamps: "[2025-07-02 07:41:58 DP0 TP0] "
-    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:.,]+(?: [A-Z]+[0-9]+)*\]\s*",
+    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:.,]++(?: [A-Z]++[0-9]++)*+\][ \t]*+",
     # docker compose: "vllm-1  | ", "ollama  | "
-    r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}\s+\|\s",
+    r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}+[ \t]++\|[ \t]",
     # podman / tagged: "[llama-cpp] | "
-    r"\[[A-Za-z0-9_. -]{1,30}\]\s+\|\s",
+    r"\[[A-Za-z0-9_.-][A-Za-z0-9_. -]{0,29}+\][ \t]++\|[ \t]",
     # journald: "Aug 08 23:02:37 host ollama[1617]: "
-    r"[A-Z][a-z]{2} +[0-9]{1,2} [0-9:]{8} \S+ [A-Za-z0-9_.-]+(?:\[[0-9]+\])?: ",
-    # Go slog (keep msg= and the key=value fields after it)
-    r"time=\S+ level=[A-Za-z]+ source=\S+ ",
+    r"[A-Z][a-z]{2} ++[0-9]{1,2} [0-9:]{8} [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
+    # Go slog (msg= and the key=value fields after it are kept)
+    r"time=[^ \t\n]++ level=[A-Za-z]++ source=[^ \t\n]++ ",
     # worker prefixes: "(VllmWorker rank=3 pid=1090) ", "(EngineCore_DP0 pid=1133552) ",
     # "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) ", also with the "(" lost
-    r"\(?[A-Za-z][A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\)\s*",
+    r"\(?[A-Za-z][A-Za-z0-9_]*+(?: rank=[0-9]++)? pid=[0-9]++(?:, ip=[0-9a-fA-F.:]++)?\)[ \t]*+",
     # vLLM logger: "INFO 04-12 08:21:19 [worker.py:267] " and older "INFO 08-19 07:51:03 model_runner.py:732] "
-    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]+ (?:\[[A-Za-z0-9_.]+:[0-9]+\]|[A-Za-z0-9_.]+:[0-9]+\])\s*",
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]++ (?:\[[A-Za-z0-9_.]++:[0-9]++\]|[A-Za-z0-9_.]++:[0-9]++\])[ \t]*+",
     # torchrun: "[rank0]: "
-    r"\[(?:rank|default)[0-9]+\]:\s?",
+    r"\[(?:rank|default)[0-9]++\]:[ \t]?",
     # fastchat: "2024-01-22 14:32:27 | ERROR | stderr | "
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]+ \| [A-Z]+ \| [A-Za-z0-9_]+ \| ",
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]++ \| [A-Z]++ \| [A-Za-z0-9_]++ \| ",
     # Python logging / Ray: "2024-01-22 14:32:19,671 INFO worker.py:1540 -- "
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:,.]+Z?\s+(?:(?:INFO|WARNING|WARN|ERROR|DEBUG)\s+)?(?:[A-Za-z0-9_.]+:[0-9]+ -- )?",
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:,.]++Z?[ \t]++(?:(?:INFO|WARNING|WARN|ERROR|DEBUG)[ \t]++)?(?:[A-Za-z0-9_.]++:[0-9]++ -- )?",
     # llama.cpp timestamps: "1.06.520.077 E "
-    r"[0-9]+\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWEDT] ",
+    r"[0-9]++\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWEDT] ",
     # Aphrodite / uvicorn: "INFO:     "
-    r"(?:INFO|WARNING|ERROR|DEBUG):\s+",
+    r"(?:INFO|WARNING|ERROR|DEBUG):[ \t]++",
 ]
-_PREFIX = re2.compile("^(?:" + "|".join(f"(?:{p})" for p in _PREFIXES) + ")")
-
-# A physical line that starts a new record (not a wrapped continuation of the previous one).
-_RECORD_START = re2.compile(
-    r"^(?:\s|Traceback|File \"|During handling|The above exception|[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Warning|Exit)\b"
-    r"|INFO|ERROR|WARN|DEBUG|[a-z_][a-z0-9_]*: |[A-Za-z_][A-Za-z0-9_]*=|[$#>*-]|[0-9]+\. |\[|\(|\||`)"
+MAX_PREFIX_LAYERS = 4
+_PREFIX_M = re.compile(
+    "(?m)^(?:" + "|".join(f"(?:{p})" for p in PREFIX_PATTERNS) + f"){{1,{MAX_PREFIX_LAYERS}}}+"
 )
+_MARK = "\x02"
 
-MAX_PREFIX_PASSES = 4
 WRAP_MIN_LENGTH = 60
+TERMINAL_WRAP = 80
+_RECORD_CHARS = frozenset(" \t$#>*-[(|`")
+_RECORD_WORDS = (
+    "Traceback",
+    'File "',
+    "During handling",
+    "The above exception",
+    "INFO",
+    "ERROR",
+    "WARN",
+    "DEBUG",
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
+_NUMBERED = re.compile(r"[0-9]{1,3}\. ")
+_ENDS_RECORD = frozenset(".:;!?)]}>")
 
 
 @dataclass(frozen=True)
@@ -89,8 +110,6 @@ class View:
     first_physical: tuple[int, ...]  # physical line number (0-based) of each logical line
 
     def line_at(self, offset: int) -> int:
-        import bisect
-
         return max(0, bisect.bisect_right(self.line_starts, offset) - 1)
 
     def logical_line(self, index: int) -> str:
@@ -103,7 +122,6 @@ class View:
 class Normalized:
     lines: tuple[str, ...]  # cleaned physical lines
     views: tuple[View, ...]  # [0] = physical lines, then wrap-joined views (if any line was joined)
-    truncated: bool = False
 
 
 def decode(data: bytes | str) -> str:
@@ -117,74 +135,95 @@ def clean_text(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
 
 
-def strip_line(line: str) -> tuple[str, bool]:
-    line = _ANSI.sub("", line) if ("[" in line) else line
-    prefixed = False
-    for _ in range(MAX_PREFIX_PASSES):
-        m = _PREFIX.search(line)
-        if not m or m.end() == 0:
-            break
-        line = line[m.end() :]
-        prefixed = True
-    return line.rstrip(), prefixed
+def strip_prefixes(text: str) -> str:
+    """Remove every line's log prefixes, leaving a mark on lines that had one."""
+    return _PREFIX_M.sub(_MARK, text)
+
+
+def is_record_start(line: str) -> bool:
+    """Whether a physical line starts a new record rather than continuing a wrapped one."""
+    if line[0] in _RECORD_CHARS or line.startswith(_RECORD_WORDS):
+        return True
+    m = _IDENT.match(line)
+    if m is not None:
+        word = m.group()
+        after = line[m.end() : m.end() + 2]
+        if word.endswith(("Error", "Exception", "Warning", "Exit")):
+            return True
+        if (after == ": " and word.islower()) or after[:1] == "=":
+            return True
+    return _NUMBERED.match(line) is not None
+
+
+def wrapped_mid_record(prev_raw: str, line: str) -> bool:
+    """A terminal wrap can leave ``failed: out of memory``, ``h_memory=17.98GiB``, ``-PCIE-16GB``,
+    `` needed`` or ``92. Make sure`` at the start of a line: the previous physical line is
+    terminal-wide and stops mid-sentence."""
+    if len(prev_raw) < TERMINAL_WRAP or prev_raw.rstrip()[-1:] in _ENDS_RECORD:
+        return False
+    if line.startswith(" ") and not line.startswith("  "):
+        return True
+    if line[0] == "-" or (_NUMBERED.match(line) and prev_raw.rstrip()[-1:].isdigit()):
+        return True
+    m = _IDENT.match(line)
+    return m is not None and line[m.end() : m.end() + 1] in (":", "=")
 
 
 def normalize(data: bytes | str) -> Normalized:
-    text = clean_text(decode(data))
-    physical = text.split("\n")
+    raw_text = _ANSI.sub("", clean_text(decode(data)))
+    raw_lines = raw_text.split("\n")
     cleaned: list[str] = []
     prefixed: list[bool] = []
-    for raw in physical:
-        line, had = strip_line(raw)
-        cleaned.append(line)
+    for line in strip_prefixes(raw_text).split("\n"):
+        had = line.startswith(_MARK)
+        cleaned.append((line[1:] if had else line).rstrip())
         prefixed.append(had)
-    any_prefixed = any(prefixed)
+    joins = _find_joins(cleaned, prefixed, raw_lines)
+    views = [_build_view(cleaned, [False] * len(cleaned), "")]
+    if any(joins):
+        views.append(_build_view(cleaned, joins, "", only_joined=True))
+        views.append(_build_view(cleaned, joins, " ", only_joined=True))
+    return Normalized(tuple(cleaned), tuple(views))
 
-    joins: list[bool] = [False] * len(cleaned)  # joins[i]: line i continues line i-1
+
+def _find_joins(cleaned: list[str], prefixed: list[bool], raw_lines: list[str]) -> list[bool]:
+    """joins[i]: physical line i continues line i-1 (a hard wrap)."""
+    any_prefixed = any(prefixed)
+    joins = [False] * len(cleaned)
     for i in range(1, len(cleaned)):
         line, prev = cleaned[i], cleaned[i - 1]
         if not line or not prev or prefixed[i]:
             continue
         if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
             continue
-        if _RECORD_START.search(line) and not _wrapped_mid_record(prev, line):
+        if is_record_start(line) and not wrapped_mid_record(raw_lines[i - 1], line):
             continue
         joins[i] = True
-
-    views = [_build_view(cleaned, [False] * len(cleaned), "")]
-    if any(joins):
-        views.append(_build_view(cleaned, joins, ""))
-        views.append(_build_view(cleaned, joins, " "))
-    return Normalized(tuple(cleaned), tuple(views))
+    return joins
 
 
-_ENDS_RECORD = re2.compile(r"[.:;!?)\]}>]\s*$")
-_WORD_COLON = re2.compile(r"^(?: ?[a-z_][a-z0-9_]*: | [a-z])")
-TERMINAL_WRAP = 80
-
-
-def _wrapped_mid_record(prev: str, line: str) -> bool:
-    """A terminal wrap can leave ``failed: out of memory`` or `` needed`` at the start of a line: the
-    previous line is terminal-wide and stops mid-sentence."""
-    return len(prev) >= TERMINAL_WRAP and not _ENDS_RECORD.search(prev) and bool(_WORD_COLON.search(line))
-
-
-def _build_view(lines: list[str], joins: list[bool], glue: str) -> View:
+def _build_view(lines: list[str], joins: list[bool], glue: str, only_joined: bool = False) -> View:
+    """Logical lines (physical lines glued at the joins); ``only_joined`` keeps just the glued ones,
+    which is all a wrap-tolerant pattern needs beyond the plain view."""
+    groups: list[tuple[int, list[str]]] = []
+    for i, line in enumerate(lines):
+        if joins[i] and groups:
+            groups[-1][1].append(glue + line.lstrip() if glue else line.lstrip())
+        else:
+            groups.append((i, [line]))
     parts: list[str] = []
     starts: list[int] = []
     first: list[int] = []
     offset = 0
-    for i, line in enumerate(lines):
-        if joins[i]:
-            piece = glue + line.lstrip() if glue else line.lstrip()
-            parts.append(piece)
-            offset += len(piece)
+    for index, pieces in groups:
+        if only_joined and len(pieces) == 1:
             continue
-        if i:
+        if parts:
             parts.append("\n")
             offset += 1
         starts.append(offset)
-        first.append(i)
-        parts.append(line)
-        offset += len(line)
+        first.append(index)
+        logical = "".join(pieces)
+        parts.append(logical)
+        offset += len(logical)
     return View("".join(parts), tuple(starts), tuple(first))

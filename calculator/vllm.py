@@ -22,7 +22,7 @@ from calculator.versions import (
     vllm_yarn_scales_max_len,
 )
 
-NON_TORCH_GIB_SINGLE = 0.3  # cuBLAS workspace, CUDA context growth (logs: 0.01-0.35 GiB)
+NON_TORCH_GIB_SINGLE = 0.25  # cuBLAS workspace, CUDA context growth (logs: 0.01-0.35 GiB, median ~0.25)
 NON_TORCH_GIB_PER_EXTRA_RANK = 0.25  # NCCL buffers and custom all-reduce once tp > 1
 # Activation peak per batched token, in units of intermediate_size x dtype bytes.  Fitted on two
 # V0 profiles (Llama-3.1-8B: 2.07/2.99 GiB at 20,000/29,000 tokens; Qwen2.5-1.5B: 2.02 GiB at

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -78,26 +77,6 @@ FACT_PARAMS = {
     "kv_buffer_mib": "kv_buffer_mib",
 }
 
-# Records whose family has no signature yet (emptied as the knowledge base grows).
-# GG_STRICT_CORPUS=1 runs them anyway.
-KNOWN_GAPS: set[str] = set(
-    """
-    vllm10517-29k-bad vllm10517-20k-ok lmcache1739-qwen3-14b vllm2031-llama2-blocks vllm10439-qwen05b-compose
-    vllm14574-ci-buildkite pytorch175666-free-mem-startup vllmomni276-a100-qwen3omni vllm15598-ray-l40-cudagraph-oom
-    vllm7593-gemma2-9b-8xl4 adaptthink1-tp8-28heads vllm414-codellama13b-tp5-fastchat substratus37-t4-bf16
-    vllm1284-p100-bf16-cc6 vllm4327-fp8-cc86 vllm4202-awq-v100-wrapped-args llamacpppy120-ctx-512
-    vllm447-mpt7b-prompt-limit ikllama749-11gpu-280gb-compute llamacpp20431-weights-145gb
-    llamacpp26297-minimax-m3-newlog llamacpp27680-dsv4-ansi-swa ollama11819-ctx2048-kv608
-    ollama8447-compose-dsv3-kv9.5 continue11478-llama31-8b easyrag9-valueerror-json
-    ollama5764-gemma2-0xc0000409-buffer ollama5628-codegeex4-0xc0000409-ctx xinference1202-qwen15-72b-q3-kv-alloc
-    repofile-qwen25-15b-t4-colab transformers39976-qwen3moe-gguf sglang4330-l40s-084-vs-085
-    sglang29575-max-total-num-tokens easyedit563-llama32-3b-355gib oobabooga1041-rtx2070-llama-kvcat
-    logdetective193-llamacpppy-2285-2048 llamafile42-m1-8gb-metal-assert tgi1164-warmup-256-prefill
-    turbomind14-awq-v100-nontorch aphrodite1320-pixtral-48gb-breakdown talos1995-qwen38-27b-fp8-tp2-hybrid
-    stepaudio3-max-tokens-too-large repodoc-1m-rope-batched-1010000 vllm5248-dscoder67b-2xt4-blocks
-    """.split()
-)
-
 
 def _numbers_printed(record: dict, value: object) -> bool:
     text = record["text"].replace(",", "")
@@ -113,8 +92,6 @@ def _ids(record: dict) -> str:
 
 @pytest.mark.parametrize("record", CORPUS, ids=_ids)
 def test_corpus_record(record):
-    if record["id"] in KNOWN_GAPS and not os.environ.get("GG_STRICT_CORPUS"):
-        pytest.xfail("family not in the knowledge base yet")
     detection = detect(record["text"])
     family = record["family"]
     if family.startswith("negative_"):

@@ -1,0 +1,123 @@
+"""Normalisation: prefixes, ANSI, wrapping; and the proof that its line patterns cannot backtrack."""
+
+from __future__ import annotations
+
+import re
+from re import _parser as sre_parse  # the stdlib's own regex parser
+
+import pytest
+
+from bot import normalize as N
+
+# --- linear time, structurally: every quantifier in the Python-re patterns is possessive or tiny ----
+
+_BOUNDED_MAX = 64
+
+
+def _walk(parsed):
+    for op, av in parsed:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            _lo, hi, body = av
+            yield ("repeat", hi)
+            yield from _walk(body)
+        elif name == "POSSESSIVE_REPEAT":
+            _lo, _hi, body = av
+            yield ("possessive", None)
+            yield from _walk(body)
+        elif name == "SUBPATTERN":
+            yield from _walk(av[-1])
+        elif name == "BRANCH":
+            for branch in av[1]:
+                yield from _walk(branch)
+        elif name == "ATOMIC_GROUP":
+            yield from _walk(av)
+
+
+PY_PATTERNS = [*N.PREFIX_PATTERNS, N._PREFIX_M.pattern, N._IDENT.pattern, N._NUMBERED.pattern]
+
+
+@pytest.mark.parametrize("pattern", PY_PATTERNS)
+def test_python_re_patterns_never_backtrack(pattern):
+    """A greedy quantifier with an unbounded (or large) maximum could backtrack; possessive ones cannot,
+    so each line costs at most (alternatives x its length): linear in the paste."""
+    for kind, hi in _walk(sre_parse.parse(pattern)):
+        if kind == "repeat":
+            assert hi <= _BOUNDED_MAX, f"non-possessive quantifier up to {hi} in {pattern!r}"
+
+
+# --- behaviour ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "rest"),
+    [
+        ("INFO 04-12 08:21:19 [worker.py:267] model weights take", "model weights take"),
+        ("(VllmWorker rank=3 pid=1090) INFO 04-12 08:21:19 [worker.py:267] x", "x"),
+        ("(EngineCore_DP0 pid=1133552) ERROR 10-03 16:22:17 [core.py:1] boom", "boom"),
+        ("RayWorkerWrapper pid=1861983) INFO 03-27 10:29:03 [model_runner.py:1442] y", "y"),
+        ("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: z", "ValueError: z"),
+        (
+            "Aug 08 23:02:37 j-360 ollama[1617]: time=2025-08-08T23:02:37.145+01:00 level=INFO source=server.go:135 msg=x",
+            "msg=x",
+        ),
+        ("[2025-07-02 07:41:58 DP0 TP0] Load weight end.", "Load weight end."),
+        ("[rank0]: torch.OutOfMemoryError: CUDA", "torch.OutOfMemoryError: CUDA"),
+        ("  | [2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] EngineCore hit", "EngineCore hit"),
+        (
+            "1.06.520.077 E ggml_backend_cuda_buffer_type_alloc_buffer: allocating",
+            "ggml_backend_cuda_buffer_type_alloc_buffer: allocating",
+        ),
+        ("2024-01-22 14:32:27 | ERROR | stderr | Traceback", "Traceback"),
+        ("[llama-cpp] | Exception: Requested tokens", "Exception: Requested tokens"),
+        ("INFO:       Total GPU memory: 47.53 GiB", "Total GPU memory: 47.53 GiB"),
+    ],
+)
+def test_prefixes_stripped(line, rest):
+    norm = N.normalize(line)
+    assert norm.lines[0] == rest
+
+
+def test_ansi_with_lost_escape_byte():
+    norm = N.normalize("[34m1.14.608.510[0m [32mI [0mllama_context: n_ctx = 64000")
+    assert norm.lines[0] == "llama_context: n_ctx = 64000"
+
+
+def test_hard_wrap_mid_word_is_rejoined():
+    text = (
+        "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach\n"
+        "e is needed, which is larger than the available KV cache memory (4.25 GiB)."
+    )
+    norm = N.normalize(text)
+    assert any("KV cache is needed" in v.text for v in norm.views)
+
+
+def test_reflowed_sentence_is_rejoined_with_space():
+    text = "ValueError: To serve at least one request with the model's max seq len (1048576),\n22.5 GiB KV cache is needed, which is larger"
+    norm = N.normalize(text)
+    assert any("(1048576), 22.5 GiB" in v.text for v in norm.views)
+
+
+def test_traceback_lines_are_not_joined():
+    text = "x" * 90 + '\n  File "/x.py", line 1, in f\nValueError: boom'
+    assert len(N.normalize(text).views) == 1
+
+
+def test_invisible_and_lookalike_characters():
+    norm = N.normalize("max\u200b seq len (\uff11\uff13\uff11\uff10\uff17\uff12)\x00")
+    assert norm.lines[0] == "max seq len (131072)"
+
+
+def test_decimal_comma_and_thousands_numbers():
+    from bot.numbers import parse_number, parse_token_count
+
+    assert parse_number("42,656") == 42656
+    assert parse_number("1900,00") == 1900.0
+    assert parse_number("0.90") == 0.9
+    assert parse_number("99999999999999999999") is None
+    assert parse_number("-3") is None and parse_number("nan") is None
+    assert parse_token_count("32k") == 32000 and parse_token_count("32K") == 32768
+
+
+def test_python_re_compiles_possessive():
+    assert re.compile(N._PREFIX_M.pattern)
