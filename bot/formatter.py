@@ -89,11 +89,7 @@ def to_markdown(reply: Reply, brief: bool = False) -> str:
         for section in reply.sections:
             out += ["", f"**{section.heading}**"]
             if section.body:
-                out += [
-                    fence(section.body)
-                    if "\n" in section.body or section.heading == "What I matched"
-                    else section.body
-                ]
+                out += [fence(section.body) if section.code else section.body]
             for fact in section.facts:
                 out.append(
                     f"- {fact.label}: **{fact.value}** _({SOURCE_LABEL.get(fact.source, fact.source)})_"

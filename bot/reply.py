@@ -49,8 +49,9 @@ class MemoryPicture:
 @dataclass
 class Section:
     heading: str
-    body: str = ""
+    body: str = ""  # Markdown-light text: paragraphs and "- " bullets
     facts: list[Fact] = field(default_factory=list)
+    code: bool = False  # body is verbatim text (log lines): render it monospace
 
 
 @dataclass

@@ -264,7 +264,7 @@ def match_gpus_reply(fields: dict[str, object]) -> Reply:
             unit = "/h" if o.gpu.price.kind == "cloud_hourly" else ""
             price = f", about ${o.price_usd:,.0f}{unit} ({o.gpu.price.kind} {o.gpu.price.date})"
         lines.append(
-            f"{setup}: {o.total_gib:.0f} GiB, context up to {fmt_tokens(o.result.max_model_len_fit)}, "
+            f"- {setup}: {o.total_gib:.0f} GiB, context up to {fmt_tokens(o.result.max_model_len_fit)}, "
             f"{o.result.max_concurrency:g}x at {fmt_tokens(want)}{price}"
         )
     best = options[0]
@@ -298,7 +298,7 @@ def match_models_reply(fields: dict[str, object]) -> Reply:
     if not options:
         return Reply(kind="match", title=f"No catalog model fits {setup} ({_ENGINE[engine]})", summary=USAGE)
     lines = [
-        f"{o.variant.id if o.variant else o.model.id} ({o.model.params_b:g}B): context up to "
+        f"- {o.variant.id if o.variant else o.model.id} ({o.model.params_b:g}B): context up to "
         f"{fmt_tokens(o.result.max_model_len_fit)}, weights {o.result.weights_gib:.1f} GiB per GPU"
         for o in options
     ]

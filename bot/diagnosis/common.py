@@ -6,7 +6,7 @@ import string
 from typing import Any
 
 from bot.facts import PasteFacts
-from bot.reply import Fact, Reply, Section
+from bot.reply import Fact, Fix, Reply, Section
 
 
 class _SafeDict(dict):
@@ -51,5 +51,36 @@ def generic(facts: PasteFacts) -> Reply:
     if numbers:
         reply.sections.append(Section("Your numbers", facts=numbers))
     if root.evidence:
-        reply.sections.append(Section("What I matched", body="\n".join(root.evidence[:2])))
+        reply.sections.append(Section("What I matched", body="\n".join(root.evidence[:2]), code=True))
     return reply
+
+
+def to_fix(remedy) -> Fix:
+    """A calculator Remedy as a reply Fix."""
+    return Fix(remedy.engine, remedy.change, remedy.command, remedy.effect, remedy.cost, remedy.rank)
+
+
+def bigger_hardware(facts: PasteFacts, context: int | None, engine: str = "vllm") -> Section | None:
+    """When software cannot bridge it: the smallest GPU (or multi-GPU) setup from the catalog that
+    serves the paste's model at ``context`` tokens.  None when the model is unknown."""
+    if facts.model is None:
+        return None
+    from calculator.matchmaker import gpus_for_model
+
+    options = gpus_for_model(facts.model.model, facts.model.variant, context=context, engine=engine, limit=3)  # type: ignore[arg-type]
+    if not options:
+        return Section(
+            "When software cannot bridge it",
+            body=f"No single GPU or setup of up to 8 cards in my catalog serves {facts.model.label} at that context.",
+        )
+    lines = []
+    for o in options:
+        setup = f"{o.count}x {o.gpu.name}" if o.count > 1 else o.gpu.name
+        price = ""
+        if o.gpu.price is not None and o.price_usd is not None:
+            unit = "/h" if o.gpu.price.kind == "cloud_hourly" else ""
+            price = f" (about ${o.price_usd:,.0f}{unit}, {o.gpu.price.kind} {o.gpu.price.date})"
+        lines.append(f"- {setup}: {o.total_gib:.0f} GiB in total{price}")
+    return Section(
+        "When software cannot bridge it", body="Smallest setups that serve it:\n" + "\n".join(lines)
+    )

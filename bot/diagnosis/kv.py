@@ -192,6 +192,9 @@ def kv_cache_too_small(facts: PasteFacts) -> Reply:
     )
 
 
+RULES = {"kv_cache_too_small@vllm": kv_cache_too_small}
+
+
 def _gguf_fixes(facts: PasteFacts, fit: int, want: int | None, total: float | None) -> list[Remedy]:
     """llama.cpp and Ollama: the same model in the same memory.  With the model and GPU known we
     compute llama.cpp's own budget (no utilization reserve, small compute buffers); otherwise we
