@@ -20,10 +20,11 @@ from bot.core import DEFAULT_PASTE_LIMIT, GardenBot, Paste
 from bot.diagnosis import diagnose
 from bot.formatter import to_markdown
 from bot.message import IncomingMessage, SlashCommand
+from bot.model_sources import ModelSourceError, resolve_model_arg
 from bot.reply import Reply
 from bot.vram import vram_reply
-from calculator.estimate import VramRequest, estimate
-from calculator.resolve import NameNotFound
+from calculator.estimate import VramRequest, estimate_for
+from calculator.resolve import NameNotFound, resolve_gpu
 
 EXIT_OK, EXIT_NO_INPUT, EXIT_USAGE = 0, 1, 2
 
@@ -165,9 +166,13 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         value = getattr(args, attr)
         if value is not None:
             fields[field] = value
+    settings = _settings(None)
     try:
-        result = estimate(VramRequest(**fields))
-    except NameNotFound as exc:
+        found = resolve_model_arg(
+            args.model, allow_local=True, allow_hub=settings.hub_lookup, cache_dir=settings.hub_cache_dir
+        )
+        result = estimate_for(found.model, found.variant, resolve_gpu(args.gpu), VramRequest(**fields))
+    except (NameNotFound, ModelSourceError) as exc:
         raise CliError(str(exc)) from exc
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -26,6 +26,8 @@ PLATFORM_MODULES = {"discord": "adapters.discord", "slack": "adapters.slack"}
 def build_service(settings: Settings) -> GardenService:
     from bot.core import GardenBot
     from bot.detector import Detector, default_detector
+    from bot.model_sources import resolve_model_arg
+    from bot.vram import catalog_lookup
     from knowledge.loader import load_with_extra
 
     detector = (
@@ -33,7 +35,13 @@ def build_service(settings: Settings) -> GardenService:
         if settings.knowledge_dir is None
         else Detector(load_with_extra(settings.knowledge_dir))
     )
-    bot = GardenBot(detector=detector, paste_limit=settings.limits.paste_max_bytes)
+    lookup = catalog_lookup
+    if settings.hub_lookup:
+
+        def lookup(name: str):  # catalog first, then the Hub for org/name ids
+            return resolve_model_arg(name, allow_hub=True, cache_dir=settings.hub_cache_dir)
+
+    bot = GardenBot(detector=detector, paste_limit=settings.limits.paste_max_bytes, model_lookup=lookup)
     return GardenService(bot=bot, storage=Storage(settings.database), limits=settings.limits)
 
 

@@ -11,7 +11,7 @@ from bot.detector import Detection, Detector, default_detector
 from bot.diagnosis import diagnose
 from bot.message import IncomingMessage
 from bot.reply import Reply
-from bot.vram import USAGE, answer
+from bot.vram import USAGE, ModelLookup, answer, catalog_lookup
 
 DEFAULT_PASTE_LIMIT = 20 * 1024 * 1024  # bytes of text the detector reads from one message
 TEXT_EXTENSIONS = (".txt", ".log", ".md", ".out", ".err", ".json", ".yaml", ".yml", ".py", ".sh", "")
@@ -52,9 +52,15 @@ def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) ->
 
 
 class GardenBot:
-    def __init__(self, detector: Detector | None = None, paste_limit: int = DEFAULT_PASTE_LIMIT):
+    def __init__(
+        self,
+        detector: Detector | None = None,
+        paste_limit: int = DEFAULT_PASTE_LIMIT,
+        model_lookup: ModelLookup = catalog_lookup,
+    ):
         self.detector = detector or default_detector()
         self.paste_limit = paste_limit
+        self.model_lookup = model_lookup
 
     def handle(self, message: IncomingMessage) -> Reply | None:
         if message.is_bot:
@@ -62,7 +68,7 @@ class GardenBot:
         if message.command is not None:
             name = message.command.name.lower()
             if name == "vram":
-                return answer(message.command.args, message.command.raw)
+                return answer(message.command.args, message.command.raw, self.model_lookup)
             if name == "help":
                 return help_reply()
             if name != "triage":

@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     disconnect_exit_seconds: int = Field(
         default=600, ge=30, description="exit non-zero after this long offline"
     )
+    hub_lookup: bool = Field(default=False, description="look unknown org/name models up on the Hugging Face Hub")
+    hub_cache_dir: Path | None = Field(default=None, description="where Hub configs are cached")
     discord: DiscordSettings = DiscordSettings()
     slack: SlackSettings = SlackSettings()
     limits: Limits = Limits()

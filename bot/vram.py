@@ -6,13 +6,16 @@ free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import ValidationError
 
+from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
-from calculator.estimate import VramRequest, VramResult, estimate
+from calculator.estimate import VramRequest, VramResult, estimate_for
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
-from calculator.resolve import NameNotFound, resolve_gpu, resolve_model
+from calculator.resolve import NameNotFound, resolve_gpu
 from calculator.units import KIB, fmt_tokens
 from calculator.vllm import derived_max_model_len
 
@@ -215,7 +218,14 @@ def vram_reply(result: VramResult) -> Reply:
     )
 
 
-def answer(args: dict[str, str] | None = None, raw: str = "") -> Reply:
+ModelLookup = Callable[[str], ResolvedModel]
+
+
+def catalog_lookup(name: str) -> ResolvedModel:
+    return resolve_model_arg(name)
+
+
+def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLookup = catalog_lookup) -> Reply:
     try:
         if raw.strip().lower() in ("help", "?"):
             return Reply(
@@ -225,20 +235,22 @@ def answer(args: dict[str, str] | None = None, raw: str = "") -> Reply:
             )
         named = parse_args(args, raw)
         if "model" in named and "gpu" in named:
-            return vram_reply(estimate(build_request(named)))
+            request = build_request(named)
+            found = lookup(request.model)
+            return vram_reply(estimate_for(found.model, found.variant, resolve_gpu(request.gpu), request))
         fields = request_fields(named)
         if "model" in named:
-            return match_gpus_reply(fields)
+            return match_gpus_reply(fields, lookup)
         if "gpu" in named:
             return match_models_reply(fields)
         raise VramInputError(USAGE)
-    except (VramInputError, NameNotFound, ValueError) as exc:
+    except (VramInputError, NameNotFound, ModelSourceError, ValueError) as exc:
         return Reply(kind="error", title="I could not answer that /vram", summary=str(exc))
 
 
-def match_gpus_reply(fields: dict[str, object]) -> Reply:
+def match_gpus_reply(fields: dict[str, object], lookup: ModelLookup = catalog_lookup) -> Reply:
     """Only a model: which GPUs (and how many) serve it, one card first, least memory first."""
-    match = resolve_model(str(fields["model"]))
+    match = lookup(str(fields["model"]))
     engine = str(fields.get("engine", "vllm"))
     context = fields.get("max_model_len")
     options = gpus_for_model(
@@ -321,8 +333,3 @@ def match_models_reply(fields: dict[str, object]) -> Reply:
 
 
 _ENGINE = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang"}
-
-
-def resolve_names(named: dict[str, str]) -> tuple[str, str]:
-    """(model id, gpu id) for the names in a request; raises NameNotFound with suggestions."""
-    return resolve_model(named["model"]).label, resolve_gpu(named["gpu"]).id

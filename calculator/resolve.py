@@ -31,17 +31,20 @@ _SUFFIXES = ("instruct", "chat", "it", "hf")
 class NameNotFound(LookupError):
     """A name matched nothing, or several entries equally well."""
 
-    def __init__(self, kind: str, query: str, candidates: list[str], ambiguous: bool = False):
+    def __init__(self, kind: str, query: str, candidates: list[str], ambiguous: bool = False, hint: str = ""):
         self.kind = kind
         self.query = query
         self.candidates = candidates
         self.ambiguous = ambiguous
+        self.hint = hint
         if ambiguous:
             msg = f"{kind} name {query!r} is ambiguous; did you mean one of: {', '.join(candidates)}?"
         elif candidates:
             msg = f"unknown {kind} {query!r}; closest known: {', '.join(candidates)}"
         else:
             msg = f"unknown {kind} {query!r}"
+        if hint:
+            msg += f" ({hint})"
         super().__init__(msg)
 
 
