@@ -106,10 +106,16 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
     return int(result) if target == 1 else round(result, 4)
 
 
+def _text(value: bytes | str | None) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
 def _extract(sig: LoadedSignature, match: Any) -> tuple[dict[str, Any], dict[str, str]]:
     params: dict[str, Any] = {}
     invalid: dict[str, str] = {}
-    groups = match.groupdict()
+    groups = {k: _text(v) for k, v in match.groupdict().items()}
     for name, unit in sig.signature.captures.items():
         raw = groups.get(name)
         if raw is None:
@@ -162,7 +168,7 @@ class PatternBank:
         """Per view, the ids of the patterns that match it (None: unknown, search them all)."""
         if self._set is None:
             return [None] * len(norm.views)
-        return [frozenset(self._set.Match(view.text) or ()) for view in norm.views]
+        return [frozenset(self._set.Match(view.data) or ()) for view in norm.views]
 
 
 class Detector:
@@ -209,7 +215,7 @@ class Detector:
             for view, view_hits in zip(norm.views, hits, strict=True):
                 if view_hits is not None and pid not in view_hits:
                     continue
-                m = pattern.search(view.text)
+                m = pattern.search(view.data)
                 if not m:
                     continue
                 filled = sum(1 for v in m.groupdict().values() if v is not None)
@@ -230,10 +236,10 @@ class Detector:
             for vi in view_ids:
                 if hits[vi] is not None and pid not in hits[vi]:
                     continue
-                m = self.bank.compiled[pid].search(norm.views[vi].text)
+                m = self.bank.compiled[pid].search(norm.views[vi].data)
                 if not m:
                     continue
-                value = _context_value(field_name, m.groupdict().get("value") or rule.value or "")
+                value = _context_value(field_name, _text(m.groupdict().get("value")) or rule.value or "")
                 if value is not None:
                     fields[field_name] = value
                     break

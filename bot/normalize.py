@@ -21,28 +21,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-import re2
+# NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
+_INVISIBLE = re.compile("[\x00\x02\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
 
-_INVISIBLE = dict.fromkeys(
-    [
-        0x00,
-        0x02,
-        0x200B,
-        0x200C,
-        0x200D,
-        0x2060,
-        0xFEFF,
-        0x00AD,
-        0x200E,
-        0x200F,
-        0x061C,
-        *range(0x202A, 0x202F),
-        *range(0x2066, 0x206A),
-    ]
-)
-
-_ANSI = re2.compile(
-    r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\n]*\x07|\x1b[()][A-Z0-9]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"
+# ANSI colour/control sequences, also with the escape byte lost ("[34m"); possessive, so linear
+_ANSI = re.compile(
+    r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
 )
 
 # Log prefixes, each possessive (no backtracking): every quantified class is followed by a character
@@ -103,14 +87,41 @@ _ENDS_RECORD = frozenset(".:;!?)]}>")
 
 @dataclass(frozen=True)
 class View:
-    """One rendering of the paste: ``text`` plus the physical line where each logical line starts."""
+    """One rendering of the paste: ``text`` plus where each logical line starts.
+
+    ``data`` is the same text in UTF-8: patterns search bytes (RE2 would otherwise re-encode the whole
+    text on every search), so match offsets are byte offsets into ``data``.
+    """
 
     text: str
-    line_starts: tuple[int, ...]  # offset of each logical line in text
+    line_starts: tuple[int, ...]  # char offset of each logical line in text
     first_physical: tuple[int, ...]  # physical line number (0-based) of each logical line
+    data: bytes = b""
+    byte_starts: tuple[int, ...] = ()
 
-    def line_at(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self.line_starts, offset) - 1)
+    @classmethod
+    def build(cls, lines: list[str], first_physical: tuple[int, ...]) -> View:
+        text = "\n".join(lines)
+        data = text.encode("utf-8", "surrogatepass")
+        starts: list[int] = []
+        offset = 0
+        for line in lines:
+            starts.append(offset)
+            offset += len(line) + 1
+        if len(data) == len(text):  # ASCII: byte and char offsets agree
+            byte_starts = tuple(starts)
+        else:
+            byte_starts_list: list[int] = []
+            offset = 0
+            for line in lines:
+                byte_starts_list.append(offset)
+                offset += len(line.encode("utf-8", "surrogatepass")) + 1
+            byte_starts = tuple(byte_starts_list)
+        return cls(text, tuple(starts), first_physical, data, byte_starts)
+
+    def line_at(self, byte_offset: int) -> int:
+        """The logical line holding a byte offset of ``data``."""
+        return max(0, bisect.bisect_right(self.byte_starts, byte_offset) - 1)
 
     def logical_line(self, index: int) -> str:
         start = self.line_starts[index]
@@ -131,7 +142,7 @@ def decode(data: bytes | str) -> str:
 
 
 def clean_text(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text.translate(_INVISIBLE))
+    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
 
 
@@ -179,10 +190,11 @@ def normalize(data: bytes | str) -> Normalized:
         cleaned.append((line[1:] if had else line).rstrip())
         prefixed.append(had)
     joins = _find_joins(cleaned, prefixed, raw_lines)
-    views = [_build_view(cleaned, [False] * len(cleaned), "")]
+    views = [_plain_view(cleaned)]
     if any(joins):
-        views.append(_build_view(cleaned, joins, "", only_joined=True))
-        views.append(_build_view(cleaned, joins, " ", only_joined=True))
+        groups = _join_groups(joins)
+        views.append(_joined_view(cleaned, groups, ""))
+        views.append(_joined_view(cleaned, groups, " "))
     return Normalized(tuple(cleaned), tuple(views))
 
 
@@ -202,28 +214,30 @@ def _find_joins(cleaned: list[str], prefixed: list[bool], raw_lines: list[str]) 
     return joins
 
 
-def _build_view(lines: list[str], joins: list[bool], glue: str, only_joined: bool = False) -> View:
-    """Logical lines (physical lines glued at the joins); ``only_joined`` keeps just the glued ones,
-    which is all a wrap-tolerant pattern needs beyond the plain view."""
-    groups: list[tuple[int, list[str]]] = []
-    for i, line in enumerate(lines):
-        if joins[i] and groups:
-            groups[-1][1].append(glue + line.lstrip() if glue else line.lstrip())
+def _plain_view(lines: list[str]) -> View:
+    return View.build(lines, tuple(range(len(lines))))
+
+
+def _join_groups(joins: list[bool]) -> list[tuple[int, int]]:
+    """(first, last) physical line of every logical line made of more than one physical line."""
+    groups: list[tuple[int, int]] = []
+    i = 1
+    while i < len(joins):
+        if joins[i]:
+            first = i - 1
+            while i < len(joins) and joins[i]:
+                i += 1
+            groups.append((first, i - 1))
         else:
-            groups.append((i, [line]))
-    parts: list[str] = []
-    starts: list[int] = []
-    first: list[int] = []
-    offset = 0
-    for index, pieces in groups:
-        if only_joined and len(pieces) == 1:
-            continue
-        if parts:
-            parts.append("\n")
-            offset += 1
-        starts.append(offset)
-        first.append(index)
-        logical = "".join(pieces)
-        parts.append(logical)
-        offset += len(logical)
-    return View("".join(parts), tuple(starts), tuple(first))
+            i += 1
+    return groups
+
+
+def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
+    """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
+    logical = [
+        lines[a]
+        + "".join(glue + lines[k].lstrip() if glue else lines[k].lstrip() for k in range(a + 1, b + 1))
+        for a, b in groups
+    ]
+    return View.build(logical, tuple(a for a, _b in groups))
