@@ -30,7 +30,11 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/calculator_accuracy.py
+	$(BIN)/python bench/vram_latency.py
 	$(BIN)/python bench/detector_throughput.py
+	$(BIN)/python bench/reply_latency.py
+	$(BIN)/python bench/discord_latency.py
+	$(BIN)/python bench/slack_latency.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

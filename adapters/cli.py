@@ -35,15 +35,30 @@ class CliError(Exception):
         self.code = code
 
 
+def _read_tail(fh, budget: int) -> tuple[bytes, bool]:
+    """The last ``budget`` bytes of a stream (errors sit at the end of logs), and whether it was cut."""
+    kept = b""
+    cut = False
+    while True:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return kept, cut
+        kept += chunk
+        if len(kept) > budget:
+            kept = kept[-budget:]
+            cut = True
+
+
 def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
     chunks: list[bytes] = []
     truncated = False
-    budget = limit
     for path in paths or ["-"]:
         if path == "-":
-            data = (
-                stdin.buffer.read(budget + 1) if hasattr(stdin, "buffer") else stdin.read(budget + 1).encode()
-            )
+            if hasattr(stdin, "buffer"):
+                data, cut = _read_tail(stdin.buffer, limit)
+            else:
+                text = stdin.read()
+                data, cut = text.encode()[-limit:], len(text.encode()) > limit
         else:
             p = Path(path)
             if not p.exists():
@@ -52,19 +67,18 @@ def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int = DEFAULT_PASTE_
                 raise CliError(f"{path}: is a directory")
             try:
                 with p.open("rb") as fh:
-                    data = fh.read(budget + 1)
+                    size = p.stat().st_size
+                    if size > limit:
+                        fh.seek(size - limit)
+                    data, cut = fh.read(limit), size > limit
             except OSError as exc:
                 raise CliError(f"{path}: cannot read ({exc.strerror})") from exc
-        if len(data) > budget:
-            data = data[:budget]
-            truncated = True
-        budget -= len(data)
+        truncated = truncated or cut
         chunks.append(data)
-        if budget <= 0:
-            truncated = True
-            break
-    text = b"\n".join(chunks).decode("utf-8", errors="replace")
-    return Paste(text, truncated, [])
+    joined = b"\n".join(chunks)
+    if len(joined) > limit:
+        joined, truncated = joined[-limit:], True
+    return Paste(joined.decode("utf-8", errors="replace"), truncated, [])
 
 
 def triage_json(bot: GardenBot, text: str) -> dict:

@@ -39,7 +39,8 @@ def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) ->
             continue
         data = att.content
         if len(data) > budget:
-            data = data[: max(0, budget)]
+            # errors sit at the end of logs: keep the tail
+            data = data[len(data) - max(0, budget) :] if budget > 0 else b""
             truncated = True
         budget -= len(data)
         parts.append(data.decode("utf-8", errors="replace"))
@@ -93,7 +94,8 @@ class GardenBot:
             reply = no_finding_reply(sorted({s.engine for s in self.detector.kb.signatures}))
         if paste.truncated:
             reply.notes.append(
-                f"The paste was longer than {self.paste_limit // (1024 * 1024)} MiB; I read the first part only."
+                f"The paste was larger than I read ({self.paste_limit // (1024 * 1024)} MiB); I read part of it "
+                "(the end of long attached logs, where errors are). Paste the lines around the error if I missed it."
             )
         if paste.skipped:
             reply.notes.append("Skipped attachments that are not text: " + ", ".join(paste.skipped[:5]))
