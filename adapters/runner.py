@@ -53,6 +53,9 @@ async def serve(settings: Settings, platforms: list[str], service: GardenService
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+        # SIGHUP re-reads the knowledge packs; a broken pack leaves the previous ones in force
+        loop.add_signal_handler(signal.SIGHUP, service.reload_knowledge, settings.knowledge_dir)
     tasks: list[asyncio.Task] = []
     for name in platforms:
         module = importlib.import_module(PLATFORM_MODULES[name])

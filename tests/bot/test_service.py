@@ -81,3 +81,20 @@ async def test_vram_command():
         IncomingMessage(platform="test", command=SlashCommand("vram", raw="gpu:4090 model:qwen-32b-awq"))
     )
     assert out.reply.kind == "vram"
+
+
+def test_knowledge_reload_keeps_previous_packs_when_one_breaks(tmp_path):
+    svc = GardenService()
+    before = len(svc.bot.detector.kb.signatures)
+    pack = tmp_path / "ours.yaml"
+    pack.write_text(
+        "engine: custom\nsignatures:\n  - id: ours.cluster_quota\n    category: gpu_oom\n    title: Cluster quota\n"
+        "    patterns: ['QuotaExceeded: gpu memory']\n    cause: Your namespace hit its GPU quota.\n"
+        "    examples:\n      - text: 'QuotaExceeded: gpu memory'\n"
+    )
+    ok, _ = svc.reload_knowledge(tmp_path)
+    assert ok and len(svc.bot.detector.kb.signatures) == before + 1
+    pack.write_text("engine: custom\nsignatures:\n  - id: broken\n    category: not_a_category\n")
+    ok, message = svc.reload_knowledge(tmp_path)
+    assert not ok and "ours.yaml" in message and "broken" in message
+    assert len(svc.bot.detector.kb.signatures) == before + 1  # the previous packs stay in force
