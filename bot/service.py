@@ -123,6 +123,22 @@ class GardenService:
                 reply.notes.insert(0, cleaned.warning())
         return reply, cleaned.kinds
 
+    def reload_knowledge(self, extra_folder) -> tuple[bool, str]:
+        """Re-read the built-in and the operator's signature files.  A pack that fails to load leaves
+        the signatures in force unchanged; the message says which file and entry is wrong."""
+        from bot.detector import Detector
+        from knowledge.loader import KnowledgeError, load_with_extra
+
+        try:
+            detector = Detector(load_with_extra(extra_folder))
+        except KnowledgeError as exc:
+            log.error("knowledge reload failed, keeping the previous signatures: %s", exc)
+            return False, str(exc)
+        self.bot.detector = detector
+        count = len(detector.kb.signatures)
+        log.info("knowledge reloaded: %d signatures from %d files", count, len(detector.kb.files))
+        return True, f"{count} signatures"
+
     async def feedback(
         self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
     ) -> bool:
