@@ -324,6 +324,16 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-type-v", "-ctv", dest="cache_type_v")
     v.add_argument("--parallel", "-np", type=int)
     v.add_argument("--json", action="store_true")
+    cc = sub.add_parser(
+        "check-config", help="validate settings, tokens and knowledge packs without connecting"
+    )
+    cc.add_argument("--config", type=Path, help="YAML settings file")
+    kn = sub.add_parser("knowledge", help="list the loaded signatures or test a knowledge pack")
+    kn.add_argument("--config", type=Path, help="YAML settings file")
+    ksub = kn.add_subparsers(dest="action", required=True)
+    ksub.add_parser("list", help="every signature in force (built-in and the operator's folder)")
+    kt = ksub.add_parser("test", help="validate a pack and run its examples")
+    kt.add_argument("file", type=Path)
     for name in ("discord", "slack"):
         p = sub.add_parser(
             name, help=f"run the {name.capitalize()} bot (tokens from the environment or --config)"
@@ -348,6 +358,16 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
             return cmd_vram(args, stdout)
         if args.command in ("discord", "slack"):
             return cmd_platform(args)
+        if args.command == "check-config":
+            from adapters.ops_cli import check_config
+
+            return check_config(args.config, stdout)
+        if args.command == "knowledge":
+            from adapters.ops_cli import knowledge_list, knowledge_test
+
+            if args.action == "list":
+                return knowledge_list(args.config, stdout)
+            return knowledge_test(args.file, stdout)
         settings = _settings(None)
         platforms = [
             p for p, on in (("discord", settings.discord_enabled), ("slack", settings.slack_enabled)) if on

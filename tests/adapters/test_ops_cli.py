@@ -1,0 +1,116 @@
+"""Operator commands: check-config, knowledge list / test.  Secrets never printed."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from adapters.cli import main
+
+GOOD_PACK = """engine: custom
+signatures:
+  - id: acme.quota
+    category: gpu_oom
+    title: "ACME cluster: GPU quota exceeded"
+    patterns: ["QuotaExceeded: namespace (?P<namespace>[a-z0-9-]+) asked for (?P<asked_gib>[0-9.]+) GiB"]
+    captures: {namespace: text, asked_gib: gib}
+    cause: "Your namespace {namespace} hit its GPU quota; see the wiki page GPU-Quotas."
+    examples:
+      - text: "QuotaExceeded: namespace ml-team asked for 80 GiB"
+        params: {namespace: ml-team, asked_gib: 80.0}
+      - text: "quota fine"
+        expect: no_match
+"""
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch, tmp_path):
+    for var in (
+        "GPU_GARDEN_DISCORD_TOKEN",
+        "GPU_GARDEN_SLACK_BOT_TOKEN",
+        "GPU_GARDEN_SLACK_APP_TOKEN",
+        "GPU_GARDEN_SLACK_SIGNING_SECRET",
+        "GPU_GARDEN_SLACK_MODE",
+        "GPU_GARDEN_KNOWLEDGE_DIR",
+        "GPU_GARDEN_DATABASE",
+        "GPU_GARDEN_CONFIG",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def run(argv):
+    out = io.StringIO()
+    code = main(argv, stdin=io.StringIO(), stdout=out)
+    return code, out.getvalue()
+
+
+def test_check_config_clean_machine(tmp_path):
+    code, out = run(["check-config"])
+    assert code == 0 and "configuration is valid" in out
+    assert not (tmp_path / "gpu-garden.sqlite3").exists()  # checking changes nothing
+
+
+def test_check_config_wrong_token_kinds_never_prints_them(monkeypatch):
+    monkeypatch.setenv("GPU_GARDEN_SLACK_BOT_TOKEN", "xapp-1-A111-222-secretvalue")
+    monkeypatch.setenv("GPU_GARDEN_SLACK_APP_TOKEN", "xoxb-111-222-othersecret")
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_TOKEN", "xoxb-333-444-thirdsecret")
+    code, out = run(["check-config"])
+    assert code == 1
+    assert "holds an app-level token" in out and "holds a bot token" in out and "holds a Slack token" in out
+    for secret in ("secretvalue", "othersecret", "thirdsecret"):
+        assert secret not in out
+
+
+def test_check_config_http_mode_needs_signing_secret(monkeypatch):
+    monkeypatch.setenv("GPU_GARDEN_SLACK_BOT_TOKEN", "xoxb-1-2-abc")
+    monkeypatch.setenv("GPU_GARDEN_SLACK_MODE", "http")
+    code, out = run(["check-config"])
+    assert code == 1 and "SIGNING_SECRET" in out
+
+
+def test_check_config_reports_bad_pack_with_file_and_entry(monkeypatch, tmp_path):
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "bad.yaml").write_text(
+        "engine: custom\nsignatures:\n  - id: acme.broken\n    category: nonsense\n"
+    )
+    monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", str(packs))
+    code, out = run(["check-config"])
+    assert code == 1
+    assert "bad.yaml" in out and "acme.broken" in out and "category" in out
+
+
+def test_knowledge_list_includes_operator_pack(monkeypatch, tmp_path):
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "acme.yaml").write_text(GOOD_PACK)
+    monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", str(packs))
+    code, out = run(["knowledge", "list"])
+    assert code == 0 and "acme.quota" in out and "vllm.kv_cache_too_small.v1" in out
+
+
+def test_knowledge_test_runs_examples(tmp_path):
+    pack = tmp_path / "acme.yaml"
+    pack.write_text(GOOD_PACK)
+    code, out = run(["knowledge", "test", str(pack)])
+    assert code == 0 and "2 passed, 0 failed" in out
+    pack.write_text(
+        GOOD_PACK.replace("params: {namespace: ml-team, asked_gib: 80.0}", "params: {asked_gib: 81.0}")
+    )
+    code, out = run(["knowledge", "test", str(pack)])
+    assert code == 1 and "asked_gib: expected 81.0" in out
+
+
+def test_operator_pack_answers_in_the_bot(monkeypatch, tmp_path):
+    from bot.core import GardenBot, Paste
+    from bot.detector import Detector
+    from knowledge.loader import load_with_extra
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "acme.yaml").write_text(GOOD_PACK)
+    bot = GardenBot(detector=Detector(load_with_extra(packs)))
+    reply = bot.triage(Paste("QuotaExceeded: namespace ml-team asked for 80 GiB", False, []))
+    assert reply is not None and "GPU-Quotas" in reply.summary and "ml-team" in reply.summary
