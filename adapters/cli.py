@@ -271,6 +271,34 @@ def _serve(settings, platforms: list[str]) -> int:
     return asyncio.run(serve(settings, platforms))
 
 
+def cmd_healthcheck(args: argparse.Namespace, stdout: TextIO) -> int:
+    from bot.health import check_heartbeat
+
+    settings = _settings(None)
+    if settings.health_file is None:
+        raise CliError("GPU_GARDEN_HEALTH_FILE is not set: there is no heartbeat to check", 1)
+    if check_heartbeat(settings.health_file, args.max_age):
+        stdout.write("healthy\n")
+        return EXIT_OK
+    stdout.write(f"unhealthy: no heartbeat in the last {args.max_age:g} s\n")
+    return 1
+
+
+def cmd_stats(args: argparse.Namespace, stdout: TextIO) -> int:
+    from bot.stats import parse_period, report
+    from bot.storage import Storage
+
+    try:
+        since = parse_period(args.since)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    settings = _settings(args.config)
+    if not settings.database.exists():
+        raise CliError(f"no database at {settings.database} yet", 1)
+    stdout.write(report(Storage(settings.database), since, top=args.top) + "\n")
+    return EXIT_OK
+
+
 def cmd_platform(args: argparse.Namespace) -> int:
     settings = _settings(args.config)
     if args.command == "discord":
@@ -324,6 +352,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-type-v", "-ctv", dest="cache_type_v")
     v.add_argument("--parallel", "-np", type=int)
     v.add_argument("--json", action="store_true")
+    hc = sub.add_parser(
+        "healthcheck", help="exit 0 while the bot's heartbeat file is fresh (container healthcheck)"
+    )
+    hc.add_argument("--max-age", type=float, default=90.0, help="seconds")
+    st = sub.add_parser("stats", help="most frequent signatures and worst-rated answers from the database")
+    st.add_argument("--since", default="7d", help="period: 30m, 24h, 7d")
+    st.add_argument("--top", type=int, default=10)
+    st.add_argument("--config", type=Path, help="YAML settings file")
     cc = sub.add_parser(
         "check-config", help="validate settings, tokens and knowledge packs without connecting"
     )
@@ -358,6 +394,10 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
             return cmd_vram(args, stdout)
         if args.command in ("discord", "slack"):
             return cmd_platform(args)
+        if args.command == "healthcheck":
+            return cmd_healthcheck(args, stdout)
+        if args.command == "stats":
+            return cmd_stats(args, stdout)
         if args.command == "check-config":
             from adapters.ops_cli import check_config
 

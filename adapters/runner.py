@@ -14,6 +14,7 @@ import logging
 import signal
 
 from bot.health import Health
+from bot.metrics import Metrics
 from bot.service import GardenService
 from bot.settings import Settings
 from bot.storage import Storage
@@ -42,12 +43,21 @@ def build_service(settings: Settings) -> GardenService:
             return resolve_model_arg(name, allow_hub=True, cache_dir=settings.hub_cache_dir)
 
     bot = GardenBot(detector=detector, paste_limit=settings.limits.paste_max_bytes, model_lookup=lookup)
-    return GardenService(bot=bot, storage=Storage(settings.database), limits=settings.limits)
+    return GardenService(
+        bot=bot, storage=Storage(settings.database), limits=settings.limits, metrics=Metrics()
+    )
 
 
 async def serve(settings: Settings, platforms: list[str], service: GardenService | None = None) -> int:
     service = service or build_service(settings)
     health = Health(settings.health_file)
+    if service.metrics is None:
+        service.metrics = Metrics()
+    health_server = None
+    if settings.health_port is not None:
+        from adapters.health_server import start_health_server
+
+        health_server = await start_health_server(settings, health, service.metrics, service.storage)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -74,7 +84,7 @@ async def serve(settings: Settings, platforms: list[str], service: GardenService
             if isinstance(exc, SystemExit):
                 code = int(exc.code or 0)
             elif exc is not None:
-                log.error("%s stopped: %s", task.get_name(), exc.__class__.__name__)
+                log.error("%s stopped: %s: %s", task.get_name(), exc.__class__.__name__, exc)
                 code = 1
             else:
                 log.info("%s finished", task.get_name())
@@ -82,6 +92,10 @@ async def serve(settings: Settings, platforms: list[str], service: GardenService
         for task in [*tasks, watchdog, stopper]:
             task.cancel()
         await asyncio.gather(*tasks, watchdog, stopper, return_exceptions=True)
+        if health_server is not None:
+            from adapters.health_server import stop_health_server
+
+            await stop_health_server(health_server)
         if service.storage is not None:
             service.storage.close()
     return code

@@ -15,6 +15,7 @@ from typing import Literal
 
 from bot.core import GardenBot, Paste, collect_paste
 from bot.message import IncomingMessage
+from bot.metrics import Metrics
 from bot.policy import Deduper, RateLimiter
 from bot.redact import redact
 from bot.reply import Reply
@@ -48,6 +49,7 @@ class GardenService:
         storage: Storage | None = None,
         limits: Limits | None = None,
         clock=time.monotonic,
+        metrics: Metrics | None = None,
     ):
         self.limits = limits or Limits()
         self.bot = bot or GardenBot(paste_limit=self.limits.paste_max_bytes)
@@ -56,6 +58,7 @@ class GardenService:
         self.channel_limiter = RateLimiter(self.limits.channel_per_minute, 60.0, clock)
         self.events = Deduper(ttl=self.limits.dedup_ttl_seconds, clock=clock)
         self._inflight: set[str] = set()
+        self.metrics = metrics
 
     async def handle(
         self, msg: IncomingMessage, event_id: str | None = None, edited: bool = False
@@ -142,6 +145,8 @@ class GardenService:
     async def feedback(
         self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
     ) -> bool:
+        if self.metrics is not None:
+            self.metrics.feedback(platform, signature, helpful)
         if self.storage is None:
             return False
         return await asyncio.to_thread(

@@ -87,6 +87,7 @@ class Settings(BaseSettings):
         env_nested_max_split=1,
         env_file=".env",
         env_file_encoding="utf-8",
+        env_ignore_empty=True,
         extra="ignore",
     )
 
@@ -94,6 +95,7 @@ class Settings(BaseSettings):
     knowledge_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
+    health_host: str = Field(default="127.0.0.1", description="where /healthz and /metrics listen")
     health_port: int | None = Field(default=None, description="serve /healthz and /metrics on this port")
     health_file: Path | None = Field(
         default=None, description="touched while connected (container healthcheck)"
@@ -101,7 +103,9 @@ class Settings(BaseSettings):
     disconnect_exit_seconds: int = Field(
         default=600, ge=30, description="exit non-zero after this long offline"
     )
-    hub_lookup: bool = Field(default=False, description="look unknown org/name models up on the Hugging Face Hub")
+    hub_lookup: bool = Field(
+        default=False, description="look unknown org/name models up on the Hugging Face Hub"
+    )
     hub_cache_dir: Path | None = Field(default=None, description="where Hub configs are cached")
     discord: DiscordSettings = DiscordSettings()
     slack: SlackSettings = SlackSettings()

@@ -114,3 +114,55 @@ def test_operator_pack_answers_in_the_bot(monkeypatch, tmp_path):
     bot = GardenBot(detector=Detector(load_with_extra(packs)))
     reply = bot.triage(Paste("QuotaExceeded: namespace ml-team asked for 80 GiB", False, []))
     assert reply is not None and "GPU-Quotas" in reply.summary and "ml-team" in reply.summary
+
+
+def test_stats_from_the_database(monkeypatch, tmp_path):
+    from bot.storage import Storage
+
+    db = tmp_path / "bot.sqlite3"
+    store = Storage(db)
+    store.record_event("discord", "reply", "vllm.kv_cache_too_small.v1", "kv_cache_too_small", 4.0)
+    store.record_feedback("discord", "r1", "u1", "vllm.kv_cache_too_small.v1", False)
+    store.close()
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(db))
+    code, out = run(["stats", "--since", "24h"])
+    assert code == 0 and "vllm.kv_cache_too_small.v1" in out
+    code, _ = run(["stats", "--since", "soon"])
+    assert code == 2
+
+
+async def test_runner_serves_health_and_metrics(monkeypatch, tmp_path):
+    """The runner starts /healthz and /metrics when a port is set, and stops cleanly."""
+    import asyncio
+
+    import aiohttp
+
+    from adapters import runner
+    from bot.settings import load_settings
+
+    monkeypatch.setenv("GPU_GARDEN_HEALTH_PORT", "0")
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "bot.sqlite3"))
+    settings = load_settings()
+    started: list = []
+    original = runner_start = None  # noqa: F841
+
+    from adapters import health_server
+
+    real_start = health_server.start_health_server
+
+    async def spy(*args, **kwargs):
+        server = await real_start(*args, **kwargs)
+        started.append(server)
+        return server
+
+    monkeypatch.setattr(health_server, "start_health_server", spy)
+    task = asyncio.create_task(runner.serve(settings, []))
+    for _ in range(100):
+        if started:
+            break
+        await asyncio.sleep(0.02)
+    port = health_server.bound_port(started[0])
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as resp:
+        assert resp.status == 200 and "gpu_garden" in await resp.text()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
