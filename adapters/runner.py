@@ -48,7 +48,16 @@ def build_service(settings: Settings) -> GardenService:
     )
 
 
-async def serve(settings: Settings, platforms: list[str], service: GardenService | None = None) -> int:
+CRASH_LOOP_WINDOW = 60.0
+CRASH_BACKOFF = 30.0
+
+
+async def serve(
+    settings: Settings,
+    platforms: list[str],
+    service: GardenService | None = None,
+    crash_backoff: float = CRASH_BACKOFF,
+) -> int:
     service = service or build_service(settings)
     health = Health(settings.health_file)
     if service.metrics is None:
@@ -74,6 +83,7 @@ async def serve(settings: Settings, platforms: list[str], service: GardenService
     watchdog = asyncio.create_task(health.watchdog(settings.disconnect_exit_seconds), name="watchdog")
     stopper = asyncio.create_task(stop.wait(), name="stop")
     code = 0
+    started = loop.time()
     try:
         done, _pending = await asyncio.wait([*tasks, watchdog, stopper], return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -88,6 +98,16 @@ async def serve(settings: Settings, platforms: list[str], service: GardenService
                 code = 1
             else:
                 log.info("%s finished", task.get_name())
+        if code and not stop.is_set() and loop.time() - started < CRASH_LOOP_WINDOW:
+            # failing fast (a bad token, no network): wait before exiting, so a restart policy cannot
+            # turn it into a login storm (Discord resets a token after 1000 identifies a day)
+            log.error(
+                "failed within %.0f s of starting; waiting %.0f s before exiting",
+                CRASH_LOOP_WINDOW,
+                crash_backoff,
+            )
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=crash_backoff)
     finally:
         for task in [*tasks, watchdog, stopper]:
             task.cancel()

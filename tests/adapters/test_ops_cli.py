@@ -144,7 +144,6 @@ async def test_runner_serves_health_and_metrics(monkeypatch, tmp_path):
     monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "bot.sqlite3"))
     settings = load_settings()
     started: list = []
-    original = runner_start = None  # noqa: F841
 
     from adapters import health_server
 
@@ -166,3 +165,26 @@ async def test_runner_serves_health_and_metrics(monkeypatch, tmp_path):
         assert resp.status == 200 and "gpu_garden" in await resp.text()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_runner_waits_before_exiting_on_a_fast_failure(monkeypatch, tmp_path):
+    """A platform that fails at once (bad token) makes the runner pause before exiting non-zero."""
+    import sys
+    import time
+    import types
+
+    from adapters import runner
+    from bot.settings import load_settings
+
+    async def failing_serve(settings, service, health):
+        raise RuntimeError("401 Unauthorized")
+
+    fake = types.ModuleType("fake_platform")
+    fake.serve = failing_serve
+    monkeypatch.setitem(sys.modules, "fake_platform", fake)
+    monkeypatch.setitem(runner.PLATFORM_MODULES, "fake", "fake_platform")
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "bot.sqlite3"))
+    start = time.monotonic()
+    code = await runner.serve(load_settings(), ["fake"], crash_backoff=0.3)
+    assert code == 1
+    assert time.monotonic() - start >= 0.3
