@@ -72,8 +72,10 @@ def _variant_ok(variant: Variant | None, gpu: GPU, engine: str) -> bool:
         return gpu.vendor == "amd" or (gpu.cc or 0) >= 8.0  # vLLM: Marlin fp8 on Ampere, native from Ada
     if variant.quant in ("nvfp4",):
         return gpu.fp4
-    if variant.quant in ("awq", "gptq", "gptq-int8"):
-        return (gpu.cc or 8.0) >= 7.5
+    if variant.quant == "awq":
+        return (gpu.cc or 8.0) >= 7.5  # vLLM: awq needs 7.5 (awq_marlin 8.0)
+    if variant.quant in ("gptq", "gptq-int8"):
+        return (gpu.cc or 8.0) >= 6.0  # vLLM: gptq needs 6.0 (gptq_marlin 8.0)
     return True
 
 
