@@ -3,6 +3,7 @@ the model and GPU it names against the calculator's catalogs (quietly: a miss is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ class PasteFacts:
     model: ModelMatch | None = None
     gpu: GPU | None = None
     notes: list[str] = field(default_factory=list)
+    text: str = ""  # the cleaned paste, for details no signature captures
 
     def get(self, name: str, default: Any = None) -> Any:
         if name in self.params:
@@ -47,14 +49,34 @@ class PasteFacts:
         return bool(self.context.get("engine_version"))
 
 
+_QUANT_SUFFIX = re.compile(
+    r"[-_.](?:i?q[0-9]_[a-z0-9_]+|f16|bf16|fp16|f32|q8_0|mxfp4|awq|gptq(?:-int[48])?|fp8(?:-dynamic)?|nvfp4)$",
+    re.IGNORECASE,
+)
+
+
 def model_query(name: str) -> str:
-    """A local path names its model by its last component (``/data/qwen/Qwen1.5-32B-Chat-AWQ``)."""
+    """A path names its model by its last component (``/data/qwen/Qwen1.5-32B-Chat-AWQ``,
+    ``models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf``); file extensions are dropped."""
     name = name.strip().strip("\"'").rstrip("/\\")
-    if name.startswith(("/", ".", "~")) or "\\" in name or ":\\" in name:
+    if ("/" in name and (name.startswith(("/", ".", "~")) or name.count("/") > 1)) or "\\" in name:
         name = name.replace("\\", "/").split("/")[-1]
-        for ext in (".gguf", ".bin", ".safetensors"):
-            name = name.removesuffix(ext)
+    for ext in (".gguf", ".bin", ".safetensors"):
+        name = name.removesuffix(ext)
     return name
+
+
+def _resolve_model(name: str) -> ModelMatch | None:
+    """The catalog entry for a name from a paste; Ollama blob paths name no model."""
+    if "/blobs/sha256-" in name or name.startswith("sha256-"):
+        return None
+    query = model_query(name)
+    for candidate in (query, _QUANT_SUFFIX.sub("", query)):
+        try:
+            return resolve_model(candidate)
+        except NameNotFound:
+            continue
+    raise NameNotFound("model", query, [])
 
 
 def gather(detection: Detection, root: Finding) -> PasteFacts:
@@ -63,11 +85,11 @@ def gather(detection: Detection, root: Finding) -> PasteFacts:
         for k, v in f.params.items():
             params.setdefault(k, v)
     context = dict(detection.context.fields)
-    facts = PasteFacts(root=root, params=params, context=context)
+    facts = PasteFacts(root=root, params=params, context=context, text=detection.normalized.views[0].text)
     model_name = context.get("model")
     if model_name:
         try:
-            facts.model = resolve_model(model_query(str(model_name)))
+            facts.model = _resolve_model(str(model_name))
         except NameNotFound:
             facts.notes.append(
                 f"the model {model_name} is not in my catalog; its numbers come from your log only"

@@ -38,8 +38,21 @@ LLAMACPP_FLAGS = [
     ("-ts", "--tensor-split"),
     ("-nkvo", "--no-kv-offload"),
     ("-cmoe", "--cpu-moe"),
+    ("-cram", "--cache-ram"),
+    ("-kvu", "--kv-unified"),
+    ("--no-mmap",),
+    ("--mlock",),
 ]
-LLAMACPP_SWITCHES = {"-nkvo", "--no-kv-offload", "-cmoe", "--cpu-moe"}
+LLAMACPP_SWITCHES = {
+    "-nkvo",
+    "--no-kv-offload",
+    "-cmoe",
+    "--cpu-moe",
+    "-kvu",
+    "--kv-unified",
+    "--no-mmap",
+    "--mlock",
+}
 
 SGLANG_FLAGS = [
     ("--mem-fraction-static",),

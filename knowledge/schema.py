@@ -189,6 +189,8 @@ CONTEXT_FIELDS = (
     "max_batch_prefill_tokens",
     "compute_capability",
     "os",
+    "pp_retry",
+    "oom_stage",
 )
 
 

@@ -55,6 +55,10 @@ def _fix(r: Remedy) -> Fix:
 
 
 def kv_cache_too_small(facts: PasteFacts) -> Reply:
+    if facts.root.signature == "vllm.kv_cache_too_small.mamba_blocks":
+        from bot.diagnosis.memory import vllm_mamba_blocks
+
+        return vllm_mamba_blocks(facts)
     p = facts.params
     want = p.get("max_model_len") or facts.context.get("max_model_len")
     bpt, bpt_src = _bytes_per_token(facts, want)
