@@ -37,6 +37,9 @@ ENGINE_LABEL = {
     "llama.cpp": "llama.cpp",
     "ollama": "Ollama",
     "sglang": "SGLang",
+    "tgi": "TGI",
+    "transformers": "transformers",
+    "pytorch": "PyTorch",
     "any": "Any engine",
 }
 
