@@ -171,7 +171,16 @@ full(
 )
 full(
     "vllm2031-llama2-blocks",
-    "blocks: A100-80GB, Llama-2-7B (2023 V0)",
+    "blocks: A100-80GB, Llama-2-7B (2023 main)",
+    "meta-llama/Llama-2-7b-chat-hf",
+    resolve_gpu("a100-80g"),
+    VllmConfig(max_model_len=4096, version="0.1.7"),
+    7449,
+    "blocks",
+)
+full(
+    "vllm2031-llama2-blocks",
+    "blocks: A100-80GB, Llama-2-7B (the PR's new profiler)",
     "meta-llama/Llama-2-7b-chat-hf",
     resolve_gpu("a100-80g"),
     VllmConfig(max_model_len=4096, version="0.1.7"),
@@ -180,7 +189,16 @@ full(
 )
 full(
     "vllm2031-llama2-blocks",
-    "blocks: 4x A100-80GB TP=4, Llama-2-70B (2023 V0)",
+    "blocks: 4x A100-80GB TP=4, Llama-2-70B (2023 main)",
+    "meta-llama/Llama-2-70b-chat-hf",
+    resolve_gpu("a100-80g"),
+    VllmConfig(tp=4, max_model_len=4096, version="0.1.7"),
+    31615,
+    "blocks",
+)
+full(
+    "vllm2031-llama2-blocks",
+    "blocks: 4x A100-80GB TP=4, Llama-2-70B (the PR's new profiler)",
     "meta-llama/Llama-2-70b-chat-hf",
     resolve_gpu("a100-80g"),
     VllmConfig(tp=4, max_model_len=4096, version="0.1.7"),
