@@ -130,6 +130,12 @@ def ollama_env_command(env: dict[str, str], model_tag: str | None = None) -> str
     return "\n".join(lines)
 
 
+def ollama_num_gpu_command(num_gpu: int, num_ctx: int, model_tag: str | None = None) -> str:
+    """Layers on the GPU (``num_gpu``) and context for one model, inside ``ollama run``."""
+    tag = model_tag or "<model>"
+    return f"ollama run {tag}\n>>> /set parameter num_gpu {num_gpu}\n>>> /set parameter num_ctx {num_ctx}"
+
+
 def ollama_num_ctx_command(num_ctx: int, model_tag: str | None = None) -> str:
     """Per-model setting: inside ``ollama run`` or in the API's options."""
     tag = model_tag or "<model>"

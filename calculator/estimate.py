@@ -11,7 +11,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
-from calculator.commands import llamacpp_command, ollama_env_command, sglang_command, vllm_command
+from calculator.commands import (
+    llamacpp_command,
+    ollama_env_command,
+    ollama_num_gpu_command,
+    sglang_command,
+    vllm_command,
+)
 from calculator.fit import (
     KVSituation,
     Remedy,
@@ -25,12 +31,13 @@ from calculator.llamacpp import LlamaCppConfig, llamacpp_budget
 from calculator.ollama import OllamaConfig, default_num_ctx, ollama_budget
 from calculator.resolve import resolve_gpu, resolve_model
 from calculator.sglang import mem_fraction_for_tokens, sglang_budget
-from calculator.units import GIB, round_down_clean
+from calculator.units import GIB, fmt_tokens, round_down_clean
 from calculator.versions import CURRENT_VLLM, parse_version
 from calculator.vllm import VllmConfig, derived_max_model_len, vllm_budget
 
 EngineName = Literal["vllm", "llama.cpp", "ollama", "sglang"]
 GGUF_DEFAULT = "Q4_K_M"
+MIN_USEFUL_CONTEXT = 4096
 
 
 class VramRequest(BaseModel):
@@ -126,13 +133,165 @@ def estimate(req: VramRequest) -> VramResult:
     return estimate_for(match.model, match.variant, resolve_gpu(req.gpu), req)
 
 
-def estimate_for(model: ModelSpec, named_variant: Variant | None, gpu: GPU, req: VramRequest) -> VramResult:
-    """The computation for catalog entries already resolved (the matchmaker calls this in loops)."""
+def estimate_for(
+    model: ModelSpec, named_variant: Variant | None, gpu: GPU, req: VramRequest, hardware: bool = True
+) -> VramResult:
+    """The computation for catalog entries already resolved.  When it does not fit and ``hardware`` is
+    set, the remedies also cover what software settings cannot: a smaller checkpoint, more GPUs, a
+    bigger GPU (the matchmaker calls this in loops with ``hardware=False``)."""
     result = _estimate_for(model, named_variant, gpu, req)
     limit = derived_max_model_len(model, req.vllm_version or CURRENT_VLLM)
     if result.max_model_len_fit > limit:
         result.max_model_len_fit = limit  # the model's own limit, not the memory, is the cap
+    if hardware and not result.fits:
+        result.remedies.extend(_rem(r) for r in hardware_remedies(model, named_variant, gpu, req, result))
     return result
+
+
+_QUALITY = {
+    "bf16": "none",
+    "fp16": "none",
+    "fp8": "very small",
+    "gptq-int8": "very small",
+    "awq": "small (4-bit)",
+    "gptq": "small (4-bit)",
+    "nvfp4": "small (4-bit)",
+    "mxfp4": "small (4-bit)",
+    "bnb-4bit": "small (4-bit), slower",
+}
+
+
+def _partial_offload(
+    model: ModelSpec, variant: Variant | None, gpu: GPU, req: VramRequest, current: VramResult
+) -> Remedy | None:
+    """llama.cpp / Ollama can keep some layers in system RAM: the most layers that fit on the GPU."""
+    weight_bytes, _label = _gguf_weight_bytes(model, variant)
+    ctx = current.max_model_len or 4096
+    total = (req.gpu_memory_gib or gpu.total_gib) * req.gpus
+    layers = model.num_hidden_layers + 1
+    cfg = LlamaCppConfig(n_ctx=ctx, cache_type_k=req.cache_type_k, cache_type_v=req.cache_type_v)
+    best = 0
+    lo, hi = 1, layers - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        cfg.n_gpu_layers = mid
+        if llamacpp_budget(model, weight_bytes, total, cfg).fits:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    if best == 0:
+        return None
+    tag = variant.ollama if variant and variant.ollama else None
+    if req.engine == "ollama":
+        command = ollama_num_gpu_command(best, ctx, tag)
+    else:
+        model_file = f"{model.id.split('/')[-1]}.gguf"
+        command = llamacpp_command(None, model_file, {"-c": str(ctx), "-ngl": str(best), "-fa": "on"})
+    return Remedy(
+        req.engine,
+        f"keep part of the model in system RAM ({best} of {layers} layers on the GPU)",
+        command,
+        f"runs with {fmt_tokens(ctx)} tokens of context",
+        "several times slower: the layers in RAM run on the CPU",
+        rank=9,
+    )
+
+
+def hardware_remedies(
+    model: ModelSpec, named_variant: Variant | None, gpu: GPU, req: VramRequest, current: VramResult
+) -> list[Remedy]:
+    """Changes beyond flags, each checked by recomputing: a smaller checkpoint of the same model (the
+    highest precision that fits), tensor/layer parallelism over more of the same GPU, a bigger GPU."""
+    out: list[Remedy] = []
+    want = current.max_model_len
+    here = _pick_variant(model, named_variant, req.engine)
+    here_bytes = (
+        variant_weight_bytes(model, here) if here is not None or req.engine in ("vllm", "sglang") else None
+    )
+    candidates = [
+        v
+        for v in model.variants
+        if v is not here
+        and (v.quant == "gguf") == (req.engine in ("llama.cpp", "ollama"))
+        and (here_bytes is None or variant_weight_bytes(model, v) < here_bytes)
+    ]
+    candidates.sort(key=lambda v: -variant_weight_bytes(model, v))
+    for v in candidates:  # the highest precision that fits, at the full context or a useful shorter one
+        alt = _estimate_for(model, v, gpu, req)
+        label = v.gguf_type or v.quant
+        if alt.fits:
+            effect = f"weights {alt.weights_gib:.1f} GiB per GPU instead of {current.weights_gib:.1f}: {fmt_tokens(want)} tokens fit"
+            command = alt.command
+        elif alt.max_model_len_fit >= MIN_USEFUL_CONTEXT:
+            shorter = round_down_clean(alt.max_model_len_fit)
+            alt = _estimate_for(
+                model, v, gpu, req.model_copy(update={"max_model_len": shorter, "ctx_size": shorter})
+            )
+            if not alt.fits:
+                continue
+            effect = (
+                f"weights {alt.weights_gib:.1f} GiB per GPU instead of {current.weights_gib:.1f}: "
+                f"{fmt_tokens(shorter)} tokens fit"
+            )
+            command = alt.command
+        else:
+            continue
+        out.append(
+            Remedy(
+                req.engine,
+                f"a smaller checkpoint: {v.id}",
+                command,
+                effect,
+                f"quality loss: {_QUALITY.get(v.quant, label)}",
+                rank=10,
+            )
+        )
+        break
+    if req.engine in ("vllm", "sglang", "llama.cpp"):
+        for n in (2, 4, 8):
+            if n <= req.gpus or (req.engine != "llama.cpp" and model.num_attention_heads % n):
+                continue
+            alt = _estimate_for(model, named_variant, gpu, req.model_copy(update={"gpus": n, "tp": None}))
+            if alt.fits:
+                how = "tensor parallel" if req.engine != "llama.cpp" else "layers split"
+                out.append(
+                    Remedy(
+                        req.engine,
+                        f"{how} over {n} GPUs",
+                        alt.command,
+                        f"{fmt_tokens(alt.max_model_len_fit)} tokens fit on {n}x {gpu.name}",
+                        f"{n - req.gpus} more GPU(s)",
+                        rank=11,
+                    )
+                )
+                break
+    if req.engine in ("llama.cpp", "ollama"):
+        partial = _partial_offload(model, here, gpu, req, current)
+        if partial is not None:
+            out.append(partial)
+    from calculator.matchmaker import gpus_for_model
+
+    bigger = [
+        o for o in gpus_for_model(model, here, context=want, engine=req.engine, limit=5) if o.gpu.id != gpu.id
+    ]
+    if bigger:
+        o = bigger[0]
+        setup = f"{o.count}x {o.gpu.name}" if o.count > 1 else o.gpu.name
+        price = ""
+        if o.gpu.price is not None and o.price_usd is not None:
+            unit = "/h" if o.gpu.price.kind == "cloud_hourly" else ""
+            price = f"about ${o.price_usd:,.0f}{unit} ({o.gpu.price.kind}, {o.gpu.price.date})"
+        out.append(
+            Remedy(
+                req.engine,
+                f"a bigger GPU: {setup}",
+                o.result.command,
+                f"{o.total_gib:.0f} GiB: {fmt_tokens(want)} tokens fit",
+                price or "money",
+                rank=12,
+            )
+        )
+    return out
 
 
 def _estimate_for(model: ModelSpec, named_variant: Variant | None, gpu: GPU, req: VramRequest) -> VramResult:

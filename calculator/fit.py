@@ -56,6 +56,19 @@ class KVSituation:
             return None
         return int(extra_gib * GIB / self.bytes_per_token)
 
+    def fit_after(self, extra_gib: float) -> int | None:
+        """Tokens that fit once ``extra_gib`` more goes to the KV cache (a deficit is paid first)."""
+        if not self.bytes_per_token:
+            return None
+        if self.kv_gib is not None:
+            return max(0, int((self.kv_gib + extra_gib) * GIB / self.bytes_per_token))
+        return self.fit_len + int(extra_gib * GIB / self.bytes_per_token)
+
+    @property
+    def weights_do_not_fit(self) -> bool:
+        """Nothing is left for the KV cache: KV levers cannot help, only memory for the weights can."""
+        return self.fit_len <= 0 and self.kv_gib is not None and self.kv_gib <= 0
+
 
 def _fp8_verdict(gpu: GPU | None) -> bool | None:
     """True/False when the GPU is known; None when we cannot tell."""
@@ -107,7 +120,11 @@ def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
                 )
             )
     fp8 = _fp8_verdict(s.gpu)
-    if s.kv_cache_dtype in ("auto", "bfloat16", "float16", "bf16", "fp16") and fp8 is not False:
+    if (
+        s.kv_cache_dtype in ("auto", "bfloat16", "float16", "bf16", "fp16")
+        and fp8 is not False
+        and not s.weights_do_not_fit
+    ):
         doubled = s.fit_len * 2
         target = min(want, round_down_clean(doubled)) if want else round_down_clean(doubled)
         changes = {"--kv-cache-dtype": "fp8"}
@@ -131,38 +148,39 @@ def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
         after = None
         if s.total_gib:
             extra = (new_util - s.utilization) * s.total_gib
-            gained = s.tokens_for(extra)
-            after = s.fit_len + gained if gained is not None else None
+            after = s.fit_after(extra)
             effect = f"+{extra:.2f} GiB for the KV cache" + _reach(after, want)
         else:
             extra = None
             effect = f"+{new_util - s.utilization:.2f} of the GPU's total memory goes to the KV cache"
-        out.append(
-            Remedy(
-                "vllm",
-                f"raise gpu_memory_utilization to {new_util}",
-                vllm_command(
-                    s.base_command,
-                    s.model_name,
-                    _with_len({"--gpu-memory-utilization": f"{new_util}"}, after, want),
-                ),
-                effect,
-                "only if nothing else uses this GPU; less room for activation spikes",
-                rank=4,
-                tokens_after=after,
-                gib_saved=extra,
+        if after != 0:  # 0: still nothing left for the KV cache, so not a fix
+            out.append(
+                Remedy(
+                    "vllm",
+                    f"raise gpu_memory_utilization to {new_util}",
+                    vllm_command(
+                        s.base_command,
+                        s.model_name,
+                        _with_len({"--gpu-memory-utilization": f"{new_util}"}, after, want),
+                    ),
+                    effect,
+                    "only if nothing else uses this GPU; less room for activation spikes",
+                    rank=4,
+                    tokens_after=after,
+                    gib_saved=extra,
+                )
             )
-        )
     if not s.enforce_eager:
         graphs = s.cudagraph_gib
         counted = s.version >= (0, 21, 0)
         after = None
         if counted and graphs:
-            gained = s.tokens_for(graphs)
-            after = s.fit_len + gained if gained is not None else None
+            after = s.fit_after(graphs)
             effect = f"frees the CUDA-graph reserve of about {graphs:.2f} GiB" + _reach(after, want)
         else:
             effect = "frees the CUDA-graph memory (typically 0.3-1 GiB per GPU)"
+        if after == 0:
+            return out  # still nothing left for the KV cache: not a fix
         out.append(
             Remedy(
                 "vllm",

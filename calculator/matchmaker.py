@@ -101,7 +101,7 @@ def gpus_for_model(
             req = VramRequest(
                 model=model.id, gpu=gpu.id, gpus=n, engine=engine, max_model_len=want, kv_cache_dtype=kv
             )
-            result = estimate_for(model, variant, gpu, req)
+            result = estimate_for(model, variant, gpu, req, hardware=False)
             if result.fits:
                 options.append(GpuOption(gpu, n, result))
                 break
@@ -139,7 +139,7 @@ def models_for_gpu(
             if not _variant_ok(variant, gpu, engine):
                 continue
             req = VramRequest(model=model.id, gpu=gpu.id, gpus=count, engine=engine, max_model_len=want)
-            result = estimate_for(model, variant, gpu, req)
+            result = estimate_for(model, variant, gpu, req, hardware=False)
             if result.fits:
                 found.append(ModelOption(model, variant, result))
                 break
