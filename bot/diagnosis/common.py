@@ -1,12 +1,13 @@
-"""Pieces every diagnosis uses: filling a cause template, the generic fallback, fact helpers."""
+"""Pieces every diagnosis uses: filling a cause template, the generic fallback, building a reply, fact helpers."""
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
 from bot.facts import PasteFacts
-from bot.reply import Fact, Fix, Reply, Section
+from bot.reply import Fact, Fix, MemoryPicture, Reply, Section
 
 
 class _SafeDict(dict):
@@ -53,6 +54,45 @@ def generic(facts: PasteFacts) -> Reply:
     if root.evidence:
         reply.sections.append(Section("What I matched", body="\n".join(root.evidence[:2]), code=True))
     return reply
+
+
+def known_cause(facts: PasteFacts) -> str:
+    """The signature's own cause, filled with the paste's numbers; sentences with a missing number dropped."""
+    text = fill(facts.root.cause_template, facts.params)
+    sentences = [t for t in re.split(r"(?<=[.!])\s+", text) if t]
+    kept = [t for t in sentences if not re.search(r"(?:^|[\s(])\?(?:[\s,.):]|$)", t)]
+    return " ".join(kept) or facts.root.title + "."
+
+
+def diagnosis_reply(
+    title: str,
+    summary: str,
+    numbers: list[Fact],
+    fixes: list[Fix],
+    notes: list[str],
+    short: str = "",
+    sections: list[Section | None] | None = None,
+    memory: MemoryPicture | None = None,
+    data: dict | None = None,
+    *,
+    ranked: bool = False,
+    numbers_always: bool = False,
+) -> Reply:
+    """A diagnosis reply: "Your numbers" first (only when there are any, unless ``numbers_always``), then
+    ``sections`` (None entries skipped); ``ranked`` puts the fixes in rank order."""
+    all_sections = [Section("Your numbers", facts=numbers)] if numbers or numbers_always else []
+    all_sections += [s for s in sections or [] if s is not None]
+    return Reply(
+        kind="diagnosis",
+        title=title,
+        summary=summary,
+        short=short,
+        sections=all_sections,
+        fixes=sorted(fixes, key=lambda f: f.rank) if ranked else fixes,
+        memory=memory,
+        notes=notes,
+        data=data or {},
+    )
 
 
 def to_fix(remedy) -> Fix:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from bot.diagnosis.common import log_facts
+from bot.diagnosis.common import diagnosis_reply, log_facts, to_fix
+from bot.diagnosis.engine_facts import model_gpu_facts, model_spec, vllm_kv_bytes_per_token, vllm_version_note
+from bot.diagnosis.gguf import first_ollama_tag
+from bot.diagnosis.mamba import vllm_mamba_blocks
 from bot.facts import PasteFacts
-from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
+from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply
 from calculator.catalog import variant_weight_bytes
 from calculator.fit import (
     KVSituation,
@@ -14,7 +17,6 @@ from calculator.fit import (
     sglang_kv_remedies,
     vllm_kv_remedies,
 )
-from calculator.kv import vllm_layout
 from calculator.llamacpp import LlamaCppConfig, llamacpp_budget
 from calculator.units import GIB, KIB, fmt_tokens
 from calculator.versions import vllm_default_utilization, vllm_subtracts_cudagraph_estimate
@@ -25,13 +27,9 @@ def _bytes_per_token(facts: PasteFacts, want: int | None) -> tuple[float | None,
     p = facts.params
     if p.get("kv_needed_gib") and want:
         return p["kv_needed_gib"] * GIB / want, "log"
-    if facts.model is not None:
-        tp = facts.get("tp") or 1
-        dtype = facts.get("kv_cache_dtype") or "auto"
-        try:
-            return vllm_layout(facts.model.model, dtype, tp=tp).all_attention_bytes_per_token, "catalog"
-        except ValueError:
-            pass
+    bpt = vllm_kv_bytes_per_token(model_spec(facts), facts, facts.get("tp") or 1)
+    if bpt is not None:
+        return bpt, "catalog"
     if p.get("kv_cache_gib") and p.get("kv_tokens"):
         return p["kv_cache_gib"] * GIB / p["kv_tokens"], "log"
     return None, "estimated"
@@ -50,14 +48,8 @@ def _fit_tokens(facts: PasteFacts, want: int | None, bpt: float | None) -> tuple
     return None, "estimated"
 
 
-def _fix(r: Remedy) -> Fix:
-    return Fix(r.engine, r.change, r.command, r.effect, r.cost, r.rank)
-
-
 def kv_cache_too_small(facts: PasteFacts) -> Reply:
     if facts.root.signature == "vllm.kv_cache_too_small.mamba_blocks":
-        from bot.diagnosis.memory import vllm_mamba_blocks
-
         return vllm_mamba_blocks(facts)
     p = facts.params
     want = p.get("max_model_len") or facts.context.get("max_model_len")
@@ -132,10 +124,7 @@ def kv_cache_too_small(facts: PasteFacts) -> Reply:
             "gpu_blocks": "KV blocks",
         },
     )
-    if facts.model is not None:
-        numbers.append(Fact("model", facts.model.label, "catalog"))
-    if facts.gpu is not None:
-        numbers.append(Fact("GPU", facts.gpu.name, "catalog"))
+    numbers += model_gpu_facts(facts)
 
     graphs = None
     if facts.model is not None:
@@ -162,37 +151,25 @@ def kv_cache_too_small(facts: PasteFacts) -> Reply:
             base_command=command,
             model_name=model_name,
         )
-        fixes += [_fix(r) for r in vllm_kv_remedies(situation)]
-        fixes += [_fix(r) for r in _gguf_fixes(facts, fit, want, total)]
-        fixes += [_fix(r) for r in sglang_kv_remedies(fit, want, None, model_name)]
+        fixes += [to_fix(r) for r in vllm_kv_remedies(situation)]
+        fixes += [to_fix(r) for r in _gguf_fixes(facts, fit, want, total)]
+        fixes += [to_fix(r) for r in sglang_kv_remedies(fit, want, None, model_name)]
         if facts.gpu is None:
             notes.append(
                 "I could not tell the GPU from the paste: fp8 KV cache works on Ada, Hopper and Blackwell (and MI300)."
             )
-    if not facts.version_known:
-        if facts.root.versions:
-            v = ".".join(str(x) for x in version)
-            notes.append(
-                f"vLLM version not in the paste; this wording is printed by vLLM {facts.root.versions}, so the flags suit v{v}."
-            )
-        else:
-            notes.append("vLLM version not in the paste; flags and defaults assume a current release.")
+    # a wording printed by known versions names them; any other wording assumes a current release
+    vllm_version_note(
+        facts, notes, None if facts.root.versions else "flags and defaults assume a current release."
+    )
     if bpt_src == "catalog":
         notes.append(
             "KV per token is computed from the model's config.json (catalog), not read from your log."
         )
 
-    sections = [Section("Your numbers", facts=numbers)]
-    return Reply(
-        kind="diagnosis",
-        title=title,
-        summary=summary,
-        short=short,
-        sections=sections,
-        fixes=fixes,
-        memory=picture,
-        notes=notes,
-        data={"fit_tokens": fit, "max_model_len": want, "kv_bytes_per_token": bpt, "kv_cache_gib": kv_gib},
+    data = {"fit_tokens": fit, "max_model_len": want, "kv_bytes_per_token": bpt, "kv_cache_gib": kv_gib}
+    return diagnosis_reply(
+        title, summary, numbers, fixes, notes, short, memory=picture, data=data, numbers_always=True
     )
 
 
@@ -211,9 +188,7 @@ def _gguf_fixes(facts: PasteFacts, fit: int, want: int | None, total: float | No
         budget = llamacpp_budget(model, weights, total, LlamaCppConfig(n_ctx=None))
         if budget.n_ctx_max_fit > 0:
             fit_ctx = budget.n_ctx_max_fit
-    tag = None
-    if facts.model is not None:
-        tag = next((v.ollama for v in facts.model.model.variants if v.ollama), None)
+    tag = first_ollama_tag(facts)
     return llamacpp_kv_remedies(fit_ctx, want) + ollama_kv_remedies(fit_ctx, want, tag)
 
 

@@ -1,4 +1,5 @@
-"""Golden tests for bot/diagnosis/host_context.py.
+"""Golden tests for host memory, crashed runners, context overflows, flash attention, bad arguments
+(llama.cpp, Ollama) and memory reports.
 
 Each corpus record (shared/corpus/dev.jsonl, cited by id) and each unseen paste runs through the real
 pipeline — ``bot.detector.detect`` -> ``bot.diagnosis.diagnose`` -> ``bot.formatter.to_markdown`` — and
@@ -14,7 +15,15 @@ import pytest
 
 import bot.diagnosis as diagnosis
 from bot.detector import detect
-from bot.diagnosis import host_context
+from bot.diagnosis import (
+    context_exceeded,
+    flash_attn,
+    host_memory,
+    invalid_args_llamacpp,
+    invalid_args_ollama,
+    memory_report,
+    runner_crashed,
+)
 from bot.facts import PasteFacts
 from bot.formatter import to_markdown
 from bot.reply import Fix, Reply
@@ -81,16 +90,16 @@ def fact(reply: Reply, label_part: str):
 def test_rules_are_found_for_their_categories():
     from bot.diagnosis import rule_for
 
-    assert rule_for("host_memory", "ollama") is host_context.host_memory
-    assert rule_for("host_memory", "llama.cpp") is host_context.host_memory
-    assert rule_for("runner_crashed", "ollama") is host_context.runner_crashed
+    assert rule_for("host_memory", "ollama") is host_memory.host_memory
+    assert rule_for("host_memory", "llama.cpp") is host_memory.host_memory
+    assert rule_for("runner_crashed", "ollama") is runner_crashed.runner_crashed
     for engine in ("llama.cpp", "ollama", "vllm", "sglang"):
-        assert rule_for("context_exceeded", engine) is host_context.context_exceeded
-    assert rule_for("kv_quant_needs_flash_attn", "llama.cpp") is host_context.kv_quant_needs_flash_attn
-    assert rule_for("invalid_argument", "llama.cpp") is host_context.invalid_argument_llamacpp
-    assert rule_for("invalid_argument", "ollama") is host_context.invalid_argument_ollama
-    assert rule_for("invalid_argument", "vllm") is not host_context.invalid_argument_llamacpp
-    assert rule_for("memory_report", "sglang") is host_context.memory_report
+        assert rule_for("context_exceeded", engine) is context_exceeded.context_exceeded
+    assert rule_for("kv_quant_needs_flash_attn", "llama.cpp") is flash_attn.kv_quant_needs_flash_attn
+    assert rule_for("invalid_argument", "llama.cpp") is invalid_args_llamacpp.invalid_argument_llamacpp
+    assert rule_for("invalid_argument", "ollama") is invalid_args_ollama.invalid_argument_ollama
+    assert rule_for("invalid_argument", "vllm") is not invalid_args_llamacpp.invalid_argument_llamacpp
+    assert rule_for("memory_report", "sglang") is memory_report.memory_report
 
 
 # ------------------------------------------------------------------------------------------ host_memory

@@ -1,4 +1,4 @@
-"""Golden tests for bot/diagnosis/memory.py: no_kv_memory (vLLM, SGLang, TGI), kv_cache_too_small@tgi,
+"""Golden tests for the memory families: no_kv_memory (vLLM, SGLang, TGI), kv_cache_too_small@tgi,
 gpu_oom (PyTorch, vLLM, llama.cpp, SGLang, TGI, Ollama), kv_alloc_failed and the vLLM Mamba-block reply.
 
 Each corpus record (shared/corpus/dev.jsonl, cited by id) and each unseen paste runs through
@@ -13,8 +13,21 @@ import re
 import pytest
 
 from bot.detector import detect
-from bot.diagnosis import diagnose, rule_for
-from bot.diagnosis import memory as mem
+from bot.diagnosis import (
+    diagnose,
+    kv_alloc,
+    mamba,
+    no_kv_sglang,
+    no_kv_vllm,
+    oom_llamacpp,
+    oom_ollama,
+    oom_sglang,
+    oom_tgi,
+    oom_torch,
+    oom_vllm,
+    rule_for,
+    tgi,
+)
 from bot.facts import gather
 from bot.formatter import to_markdown
 from bot.reply import Fix, Reply
@@ -59,18 +72,18 @@ def top(reply: Reply, engine: str) -> Fix:
 
 
 def test_rules_are_registered_per_engine():
-    assert rule_for("no_kv_memory", "vllm") is mem.vllm_no_kv_memory
-    assert rule_for("no_kv_memory", "sglang") is mem.sglang_no_kv_memory
-    assert rule_for("no_kv_memory", "tgi") is mem.tgi_warmup_no_memory
-    assert rule_for("kv_cache_too_small", "tgi") is mem.tgi_kv_cache_too_small
-    assert rule_for("kv_alloc_failed", "llama.cpp") is mem.llamacpp_kv_alloc_failed
+    assert rule_for("no_kv_memory", "vllm") is no_kv_vllm.vllm_no_kv_memory
+    assert rule_for("no_kv_memory", "sglang") is no_kv_sglang.sglang_no_kv_memory
+    assert rule_for("no_kv_memory", "tgi") is tgi.tgi_warmup_no_memory
+    assert rule_for("kv_cache_too_small", "tgi") is tgi.tgi_kv_cache_too_small
+    assert rule_for("kv_alloc_failed", "llama.cpp") is kv_alloc.llamacpp_kv_alloc_failed
     for engine, rule in (
-        ("pytorch", mem.pytorch_gpu_oom),
-        ("vllm", mem.vllm_gpu_oom),
-        ("llama.cpp", mem.llamacpp_gpu_oom),
-        ("sglang", mem.sglang_gpu_oom),
-        ("tgi", mem.tgi_gpu_oom),
-        ("ollama", mem.ollama_gpu_oom),
+        ("pytorch", oom_torch.pytorch_gpu_oom),
+        ("vllm", oom_vllm.vllm_gpu_oom),
+        ("llama.cpp", oom_llamacpp.llamacpp_gpu_oom),
+        ("sglang", oom_sglang.sglang_gpu_oom),
+        ("tgi", oom_tgi.tgi_gpu_oom),
+        ("ollama", oom_ollama.ollama_gpu_oom),
     ):
         assert rule_for("gpu_oom", engine) is rule
 
@@ -509,7 +522,7 @@ def test_vllm_mamba_blocks_reply():
     )
     detection = detect(paste)
     assert detection.root.signature == "vllm.kv_cache_too_small.mamba_blocks"
-    reply = mem.vllm_mamba_blocks(gather(detection, detection.root))
+    reply = mamba.vllm_mamba_blocks(gather(detection, detection.root))
     assert "1,024" in reply.title and "854" in reply.title
     first = reply.fixes[0]
     assert "--max-num-seqs 848" in first.command and "--max-num-seqs 1024" not in first.command

@@ -1,4 +1,4 @@
-"""Golden tests for bot/diagnosis/vllm_config.py: vLLM configuration and compatibility errors.
+"""Golden tests for vLLM configuration and compatibility errors.
 
 Each family runs its real corpus records (shared/corpus/dev.jsonl, cited by id) end to end, detector ->
 diagnosis -> Markdown, and at least one unseen paste with other numbers, prefixes or wrapping.
@@ -12,8 +12,17 @@ import re
 import pytest
 
 from bot.detector import detect
-from bot.diagnosis import diagnose, rule_for
-from bot.diagnosis import vllm_config as vc
+from bot.diagnosis import (
+    batched_tokens,
+    diagnose,
+    dtype,
+    free_memory,
+    invalid_args_vllm,
+    max_len,
+    quantization,
+    rule_for,
+    tp,
+)
 from bot.formatter import to_markdown
 from bot.reply import Reply
 from tests.conftest import corpus_record
@@ -47,17 +56,17 @@ def _sentences(summary: str) -> int:
 
 
 def test_rules_are_registered_for_vllm():
-    for category in (
-        "tp_divisibility",
-        "dtype_unsupported",
-        "gpu_unsupported",
-        "quantization_unsupported",
-        "max_len_exceeds_model",
-        "batched_tokens_too_small",
-        "invalid_argument",
-        "gpu_memory_in_use",
+    for category, module in (
+        ("tp_divisibility", tp),
+        ("dtype_unsupported", dtype),
+        ("gpu_unsupported", dtype),
+        ("quantization_unsupported", quantization),
+        ("max_len_exceeds_model", max_len),
+        ("batched_tokens_too_small", batched_tokens),
+        ("invalid_argument", invalid_args_vllm),
+        ("gpu_memory_in_use", free_memory),
     ):
-        assert rule_for(category, "vllm") is vc.RULES[f"{category}@vllm"]
+        assert rule_for(category, "vllm") is module.RULES[f"{category}@vllm"]
 
 
 # ------------------------------------------------------------------------------------------------ tp_divisibility
@@ -509,6 +518,6 @@ def test_memory_in_use_external_weights_and_profiling():
 
 def test_fitting_utilization_never_exceeds_free():
     for free, total in [(19.77, 22.05), (10.5, 23.54), (70.0, 79.32), (40.0, 44.4), (5.0, 15.76)]:
-        util = vc.fitting_utilization(free, total)
+        util = free_memory.fitting_utilization(free, total)
         assert util * total <= free
         assert util == round(util, 2)
