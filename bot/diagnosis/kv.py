@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.diagnosis.common import diagnosis_reply, log_facts, to_fix
+from bot.diagnosis.common import bigger_hardware, diagnosis_reply, log_facts, to_fix
 from bot.diagnosis.engine_facts import model_gpu_facts, model_spec, vllm_kv_bytes_per_token, vllm_version_note
 from bot.diagnosis.gguf import first_ollama_tag
 from bot.diagnosis.mamba import vllm_mamba_blocks
@@ -168,8 +168,19 @@ def kv_cache_too_small(facts: PasteFacts) -> Reply:
         )
 
     data = {"fit_tokens": fit, "max_model_len": want, "kv_bytes_per_token": bpt, "kv_cache_gib": kv_gib}
+    # when software cannot bridge it: the smallest setup that serves the asked-for length
+    hardware = bigger_hardware(facts, want) if want and fit is not None and fit < want else None
     return diagnosis_reply(
-        title, summary, numbers, fixes, notes, short, memory=picture, data=data, numbers_always=True
+        title,
+        summary,
+        numbers,
+        fixes,
+        notes,
+        short,
+        sections=[hardware],
+        memory=picture,
+        data=data,
+        numbers_always=True,
     )
 
 
