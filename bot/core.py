@@ -5,13 +5,18 @@ Adapters call :meth:`GardenBot.handle`; they never see the detector or the calcu
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from bot.detector import Detection, Detector, default_detector
 from bot.diagnosis import diagnose
+from bot.diagnosis.common import generic
+from bot.facts import gather
 from bot.message import IncomingMessage
 from bot.reply import Reply
 from bot.vram import USAGE, ModelLookup, answer, catalog_lookup
+
+log = logging.getLogger("gpu_garden.core")
 
 DEFAULT_PASTE_LIMIT = 20 * 1024 * 1024  # bytes of text the detector reads from one message
 TEXT_EXTENSIONS = (".txt", ".log", ".md", ".out", ".err", ".json", ".yaml", ".yml", ".py", ".sh", "")
@@ -25,11 +30,19 @@ class Paste:
 
 
 def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
-    """The message text plus its text attachments, capped at ``limit`` bytes; binary files skipped."""
-    parts = [message.text]
+    """The message text plus its text attachments, capped at ``limit`` bytes; binary files skipped.
+
+    Errors sit at the end of logs, so an attachment over the budget keeps its tail, and so does the
+    attached part as a whole when decoding grew it (each broken byte becomes a 3-byte U+FFFD).
+    """
     skipped: list[str] = []
     truncated = False
-    budget = limit - len(message.text.encode("utf-8", "ignore"))
+    head = message.text
+    if len(head.encode("utf-8", "ignore")) > limit:
+        head = head.encode("utf-8", "ignore")[:limit].decode("utf-8", "ignore")
+        truncated = True
+    budget = limit - len(head.encode("utf-8", "ignore"))
+    parts: list[str] = []
     for att in message.attachments:
         name = att.filename.lower()
         ext = "." + name.rsplit(".", 1)[1] if "." in name else ""
@@ -38,6 +51,7 @@ def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) ->
             skipped.append(att.filename)
             continue
         data = att.content
+        budget -= 1  # the newline that joins it on
         if len(data) > budget:
             # errors sit at the end of logs: keep the tail
             data = data[len(data) - max(0, budget) :] if budget > 0 else b""
@@ -45,10 +59,13 @@ def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) ->
         budget -= len(data)
         parts.append(data.decode("utf-8", errors="replace"))
         truncated = truncated or att.truncated
-    text = "\n".join(p for p in parts if p)
-    if len(text.encode("utf-8", "ignore")) > limit:
-        text = text.encode("utf-8", "ignore")[:limit].decode("utf-8", "ignore")
+    rest = "\n".join(p for p in parts if p)
+    room = limit - len(head.encode("utf-8", "ignore")) - (1 if head and rest else 0)
+    encoded = rest.encode("utf-8", "ignore")
+    if len(encoded) > room:
+        rest = encoded[len(encoded) - max(0, room) :].decode("utf-8", "ignore") if room > 0 else ""
         truncated = True
+    text = "\n".join(p for p in (head, rest) if p)
     return Paste(text, truncated, skipped)
 
 
@@ -87,7 +104,7 @@ class GardenBot:
 
     def triage(self, paste: Paste, addressed: bool = True) -> Reply | None:
         detection = self.detector.detect(paste.text)
-        reply = diagnose(detection)
+        reply = diagnose_safely(detection)
         if reply is None:
             if not addressed:
                 return None
@@ -103,6 +120,35 @@ class GardenBot:
 
     def detect(self, text: str) -> Detection:
         return self.detector.detect(text)
+
+
+def diagnose_safely(detection: Detection) -> Reply | None:
+    """The diagnosis; if its rule fails on what the paste holds (numbers no engine prints, a missing
+    value), the signature's own explanation instead of no answer at all."""
+    try:
+        return diagnose(detection)
+    except Exception as exc:
+        root = detection.root
+        assert root is not None  # diagnose returns None before any rule runs when there is no finding
+        log.warning(
+            "diagnosis of %s failed (%s); answering with the signature's text",
+            root.signature,
+            exc.__class__.__name__,
+        )
+        log.debug("diagnosis failure", exc_info=True)
+        try:
+            reply = generic(gather(detection, root))
+        except Exception:
+            reply = Reply(
+                kind="diagnosis", title=root.title, summary=root.cause_template.split("{", 1)[0].strip()
+            )
+        reply.signature = root.signature
+        reply.category = root.category
+        reply.notes.append(
+            "Some numbers in this paste did not add up, so this is the general explanation of this error "
+            "without computed fixes. Paste the full error lines if they were cut."
+        )
+        return reply
 
 
 def no_finding_reply(engines: list[str]) -> Reply:

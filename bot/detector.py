@@ -31,8 +31,8 @@ _MEM_FACTORS = {  # bytes per printed unit
     "tb": 10**12,
 }
 _TARGET = {"_gib": 1 << 30, "_mib": 1 << 20, "_bytes": 1}
-MAX_TOKENS = 1 << 34  # no engine has a context near this; larger is nonsense
-MAX_GIB = 1 << 20  # a petabyte of GPU memory is nonsense too
+MAX_TOKENS = 1 << 27  # 134M: ten times the longest context any model offers; larger is nonsense
+MAX_GIB = 1 << 16  # 64 TiB: more RAM or GPU memory than any one machine has
 EVIDENCE_CHARS = 400
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
@@ -186,7 +186,7 @@ class Detector:
             )
             for s in kb.signatures
         ]
-        self._rules = [(rule.field, self.bank.add(rule.pattern), rule) for _engine, rule in kb.context]
+        self._rules = [(engine, rule.field, self.bank.add(rule.pattern), rule) for engine, rule in kb.context]
         self.bank.freeze()
 
     def detect(self, text: str | bytes) -> Detection:
@@ -203,7 +203,9 @@ class Detector:
                 continue
             view, match = found
             findings.append(_finding(loaded, view, match))
-        return Detection(_rank(findings, self.kb), self._context(norm, hits), norm)
+        ranked = _rank(findings, self.kb)
+        root_engine = ranked[0].engine if ranked else None
+        return Detection(ranked, self._context(norm, hits, root_engine), norm)
 
     def _first_match(self, norm: Normalized, hits: list, pattern_ids: list[int]) -> tuple[Any, Any] | None:
         """The first pattern that matches anywhere; among the views, the match that fills the most
@@ -227,11 +229,13 @@ class Detector:
                 return best
         return None
 
-    def _context(self, norm: Normalized, hits: list) -> Context:
-        fields: dict[str, Any] = {}
+    def _context(self, norm: Normalized, hits: list, prefer_engine: str | None = None) -> Context:
+        """Every context field the rules find; when engines disagree (an Ollama runner's ``--model``
+        blob path vs the ``ollama run`` tag), the root finding's engine wins, then file order."""
+        found: dict[str, list[tuple[str, Any]]] = {}
         view_ids = [0, len(norm.views) - 1] if len(norm.views) > 1 else [0]
-        for field_name, pid, rule in self._rules:
-            if field_name in fields:
+        for engine, field_name, pid, rule in self._rules:
+            if any(e == engine for e, _v in found.get(field_name, [])):
                 continue
             for vi in view_ids:
                 if hits[vi] is not None and pid not in hits[vi]:
@@ -241,8 +245,12 @@ class Detector:
                     continue
                 value = _context_value(field_name, _text(m.groupdict().get("value")) or rule.value or "")
                 if value is not None:
-                    fields[field_name] = value
+                    found.setdefault(field_name, []).append((engine, value))
                     break
+        fields: dict[str, Any] = {}
+        for name, candidates in found.items():
+            preferred = [v for e, v in candidates if e == prefer_engine]
+            fields[name] = preferred[0] if preferred else candidates[0][1]
         return Context(fields)
 
 
@@ -298,7 +306,8 @@ _INT_FIELDS = {
     "n_parallel",
     "n_gpu_layers",
 }
-_FLOAT_FIELDS = {"gpu_memory_utilization", "gpu_total_gib", "mem_fraction_static", "compute_capability"}
+_FLOAT_FIELDS = {"gpu_total_gib", "compute_capability"}
+_RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of the GPU: (0, 1]
 _TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length", "max_total_tokens", "max_input_tokens"}
 _BOOL_FIELDS = {"enforce_eager"}
 
@@ -306,11 +315,19 @@ _BOOL_FIELDS = {"enforce_eager"}
 def _context_value(field_name: str, raw: str) -> Any:
     raw = raw.strip().strip("\"'")
     if field_name in _INT_FIELDS:
-        return parse_int(raw)
+        return _at_most(parse_int(raw), MAX_TOKENS)
     if field_name in _FLOAT_FIELDS:
-        return parse_number(raw)
+        return _at_most(parse_number(raw), MAX_GIB)
+    if field_name in _RATIO_FIELDS:
+        value = parse_number(raw)
+        return value if value is not None and 0 < value <= 1 else None
     if field_name in _TOKEN_FIELDS:
-        return parse_token_count(raw)
+        return _at_most(parse_token_count(raw), MAX_TOKENS)
     if field_name in _BOOL_FIELDS:
         return raw.lower() in ("1", "true", "yes")
     return raw[: 2000 if field_name == "command" else 300] or None
+
+
+def _at_most(value: Any, limit: float) -> Any:
+    """A context number, or None when it is beyond anything real (``-c 999999999999999K``)."""
+    return value if value is not None and value <= limit else None

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 # NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
 _INVISIBLE = re.compile("[\x00\x02\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 # ANSI colour/control sequences, also with the escape byte lost ("[34m"); possessive, so linear
 _ANSI = re.compile(
     r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
@@ -142,8 +144,16 @@ def decode(data: bytes | str) -> str:
 
 
 def clean_text(text: str) -> str:
-    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+    # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot be
+    # encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
+    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", _SURROGATE.sub("\ufffd", text)))
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+
+
+def visible(text: str) -> str:
+    """The text as every pattern sees it: invisible characters gone, look-alikes folded, ANSI stripped.
+    The redactor reads this too, so a secret split by zero-width spaces is found before it is joined."""
+    return _ANSI.sub("", clean_text(text))
 
 
 def strip_prefixes(text: str) -> str:
@@ -181,7 +191,7 @@ def wrapped_mid_record(prev_raw: str, line: str) -> bool:
 
 
 def normalize(data: bytes | str) -> Normalized:
-    raw_text = _ANSI.sub("", clean_text(decode(data)))
+    raw_text = visible(decode(data))
     raw_lines = raw_text.split("\n")
     cleaned: list[str] = []
     prefixed: list[bool] = []

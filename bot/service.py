@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.core import GardenBot, Paste, collect_paste
-from bot.message import IncomingMessage
+from bot.message import IncomingMessage, SlashCommand
 from bot.metrics import Metrics
 from bot.policy import Deduper, RateLimiter
-from bot.redact import redact
+from bot.redact import Redaction, redact
 from bot.reply import Reply
 from bot.settings import Limits
 from bot.storage import Storage
@@ -57,6 +57,8 @@ class GardenService:
         self.user_limiter = RateLimiter(self.limits.user_per_minute, 60.0, clock)
         self.channel_limiter = RateLimiter(self.limits.channel_per_minute, 60.0, clock)
         self.events = Deduper(ttl=self.limits.dedup_ttl_seconds, clock=clock)
+        # users told "try again" in this window, whichever limit refused them: one notice per user
+        self.noticed = Deduper(ttl=60.0, max_items=100_000, clock=clock)
         self._inflight: set[str] = set()
         self.metrics = metrics
 
@@ -84,7 +86,7 @@ class GardenService:
             verdict = user_verdict if not user_verdict.allowed else channel_verdict
             assert verdict is not None
             notice = None
-            if verdict.notify and msg.addressed:
+            if verdict.notify and msg.addressed and not self.noticed.seen(f"{msg.platform}:{msg.user_id}"):
                 notice = f"I'm answering a lot right now; try again in about {max(1, round(verdict.retry_after))} s."
             return Outcome("throttled", notice=notice)
         if source_key:
@@ -108,23 +110,31 @@ class GardenService:
         return Outcome(kind, reply=reply, latency_ms=latency, secrets=secrets)
 
     def _answer(self, msg: IncomingMessage) -> tuple[Reply | None, tuple[str, ...]]:
+        kinds: list[str] = []
+        if msg.command is not None:
+            # a command's options are user text too (/vram echoes an unknown model name back)
+            msg, found = _redact_command(msg)
+            kinds += found
         if msg.command is not None and msg.command.name.lower() != "triage":
-            return self.bot.handle(msg), ()
-        paste = collect_paste(msg, self.limits.paste_max_bytes)
-        if msg.command is not None and msg.command.raw:
-            paste = Paste(paste.text + "\n" + msg.command.raw, paste.truncated, paste.skipped)
-        cleaned = redact(paste.text)
-        paste = Paste(cleaned.text, paste.truncated, paste.skipped)
-        if not paste.text.strip():
-            reply = self.bot.handle(IncomingMessage(platform=msg.platform, mentioned=msg.addressed))
+            reply = self.bot.handle(msg)
         else:
-            reply = self.bot.triage(paste, addressed=msg.addressed)
-        if cleaned.found:
-            if reply is None:
-                reply = Reply(kind="notice", title="A secret was in your message", summary=cleaned.warning())
+            paste = collect_paste(msg, self.limits.paste_max_bytes)
+            if msg.command is not None and msg.command.raw:
+                paste = Paste(paste.text + "\n" + msg.command.raw, paste.truncated, paste.skipped)
+            cleaned = redact(paste.text)
+            kinds += [k for k in cleaned.kinds if k not in kinds]
+            paste = Paste(cleaned.text, paste.truncated, paste.skipped)
+            if not paste.text.strip():
+                reply = self.bot.handle(IncomingMessage(platform=msg.platform, mentioned=msg.addressed))
             else:
-                reply.notes.insert(0, cleaned.warning())
-        return reply, cleaned.kinds
+                reply = self.bot.triage(paste, addressed=msg.addressed)
+        if kinds:
+            warning = Redaction("", tuple(kinds)).warning()
+            if reply is None:
+                reply = Reply(kind="notice", title="A secret was in your message", summary=warning)
+            else:
+                reply.notes.insert(0, warning)
+        return reply, tuple(kinds)
 
     def reload_knowledge(self, extra_folder) -> tuple[bool, str]:
         """Re-read the built-in and the operator's signature files.  A pack that fails to load leaves
@@ -137,6 +147,10 @@ class GardenService:
         except KnowledgeError as exc:
             log.error("knowledge reload failed, keeping the previous signatures: %s", exc)
             return False, str(exc)
+        except Exception as exc:  # e.g. RecursionError from YAML nested thousands deep: same outcome
+            message = f"{extra_folder}: cannot be loaded ({exc.__class__.__name__})"
+            log.error("knowledge reload failed, keeping the previous signatures: %s", message)
+            return False, message
         self.bot.detector = detector
         count = len(detector.kb.signatures)
         log.info("knowledge reloaded: %d signatures from %d files", count, len(detector.kb.files))
@@ -173,3 +187,21 @@ class GardenService:
         return await asyncio.to_thread(
             self.storage.reply_for, msg.platform, f"{msg.platform}:{msg.channel_id}:{msg.message_id}"
         )
+
+
+def _redact_command(msg: IncomingMessage) -> tuple[IncomingMessage, list[str]]:
+    """The message with secrets removed from its command's options and free text."""
+    command = msg.command
+    assert command is not None
+    kinds: list[str] = []
+
+    def clean(text: str) -> str:
+        cleaned = redact(text)
+        kinds.extend(k for k in cleaned.kinds if k not in kinds)
+        return cleaned.text
+
+    args = {name: clean(value) if isinstance(value, str) else value for name, value in command.args.items()}
+    raw = clean(command.raw)
+    if not kinds:
+        return msg, kinds
+    return replace(msg, command=SlashCommand(command.name, args, raw)), kinds

@@ -89,6 +89,7 @@ class Storage:
     def _db(self, what: str) -> Iterator[sqlite3.Connection | None]:
         """The connection, or None when the database cannot be opened; faults inside are logged."""
         with self._lock:
+            self._check_file()
             try:
                 conn = self._connect()
             except (sqlite3.Error, OSError) as exc:
@@ -99,6 +100,16 @@ class Storage:
                 yield conn
             except (sqlite3.Error, OSError) as exc:
                 self._fail(what, exc)
+
+    def _check_file(self) -> None:
+        """SQLite writes on into a deleted file without an error; notice it and start a new one."""
+        if self._conn is None or str(self.path) == ":memory:" or self.path.exists():
+            return
+        self.failures += 1
+        log.warning("database file %s disappeared; what it held is lost, starting a new one", self.path)
+        with suppress(sqlite3.Error):
+            self._conn.close()
+        self._conn = None
 
     def _fail(self, what: str, exc: BaseException) -> None:
         self.failures += 1

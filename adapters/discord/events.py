@@ -29,6 +29,9 @@ BINARY_TYPES = ("image/", "video/", "audio/", "application/zip", "application/gz
 
 # fetch(url, announced_size, cap) -> (bytes, truncated)
 Fetcher = Callable[[str, int, int], Awaitable[tuple[bytes, bool]]]
+DOWNLOAD_RETRIES = 2  # a download cut off midway (connection reset, 5xx) is tried again...
+RETRY_BACKOFF = 0.5  # ...after 0.5 s, then 1 s
+_TRANSIENT = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, ConnectionError)
 
 
 def trigger(
@@ -97,16 +100,35 @@ async def http_fetch(session: aiohttp.ClientSession, url: str, size: int, cap: i
     return data[:cap], truncated
 
 
+async def fetch_with_retry(fetch: Fetcher, url: str, size: int, cap: int) -> tuple[bytes, bool]:
+    """``fetch``, tried again with backoff when the connection breaks or the CDN answers 5xx / 429."""
+    for attempt in range(DOWNLOAD_RETRIES + 1):
+        try:
+            return await fetch(url, size, cap)
+        except aiohttp.ClientResponseError as exc:
+            if (exc.status < 500 and exc.status != 429) or attempt == DOWNLOAD_RETRIES:
+                raise
+            why = f"HTTP {exc.status}"
+        except _TRANSIENT as exc:
+            if attempt == DOWNLOAD_RETRIES:
+                raise
+            why = exc.__class__.__name__
+        log.info("attachment download failed (%s); retrying", why)
+        await asyncio.sleep(RETRY_BACKOFF * 2**attempt)
+    raise AssertionError("unreachable")
+
+
 async def read_attachments(
     attachments: list[discord.Attachment], fetch: Fetcher, cap: int, timeout: float = 20.0
 ) -> tuple[Attachment, ...]:
-    """The text attachments' bytes (binary files are listed with no content, so the reply says so)."""
+    """The text attachments' bytes (binary files are listed with no content, so the reply says so).
+    ``timeout`` bounds each file's download, retries included."""
 
     async def one(att: discord.Attachment) -> Attachment:
         if not is_text_attachment(att):
             return Attachment(att.filename, b"", att.content_type, att.size)
         try:
-            data, truncated = await asyncio.wait_for(fetch(att.url, att.size, cap), timeout)
+            data, truncated = await asyncio.wait_for(fetch_with_retry(fetch, att.url, att.size, cap), timeout)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             log.warning("could not download attachment %s: %s", att.id, exc.__class__.__name__)
             return Attachment(att.filename, b"", att.content_type, att.size)

@@ -73,7 +73,9 @@ def code_block(text: str, lang: str = "") -> str:
 
 
 def inline(text: str) -> str:
-    return defuse(text).strip()
+    """Text outside code blocks; a pasted ``[free GPUs](https://evil.example)`` (a model name, a note
+    quoting the paste) must not become a masked link in an embed, so ``](`` is broken up."""
+    return defuse(text).replace("](", "]" + ZWSP + "(").strip()
 
 
 def cut(text: str, limit: int) -> str:

@@ -2,8 +2,9 @@
 
 Slack serves ``url_private_download`` only with the bot token in an ``Authorization: Bearer`` header
 (scope ``files:read``); without the scope it answers 200 with an HTML sign-in page, which we detect
-and skip.  The announced ``size`` is checked first and at most ``cap`` bytes are ever read, streamed,
-so a 2 GB log costs us ``cap`` bytes.  The token is sent only to Slack's hosts or to the host of the
+and skip.  A file over ``cap`` is read from its tail (errors sit at the end of logs): with a ``Range``
+request when its size is announced, else streamed with only the last ``cap`` bytes kept (and at most
+``STREAM_FACTOR`` caps read), so a 2 GB log costs us ``cap`` bytes of memory.  The token is sent only to Slack's hosts or to the host of the
 configured API URL (GovSlack, a proxy, the tests' fake).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import Any
 from urllib.parse import urlparse
 
@@ -22,6 +24,14 @@ log = logging.getLogger("gpu_garden.slack.files")
 
 SLACK_HOST_SUFFIXES = (".slack.com", ".slack-gov.com", ".slack-edge.com")
 CHUNK = 64 * 1024
+STREAM_FACTOR = 8  # without a Range answer, read at most this many caps of a file (keeping its tail)
+DOWNLOAD_RETRIES = 2  # a download cut off midway (connection reset, 5xx, 429) is tried again...
+RETRY_BACKOFF = 0.5  # ...after 0.5 s, then 1 s
+_TRANSIENT = (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, ConnectionError)
+
+
+class _Retry(Exception):
+    """A transient answer (5xx, 429): worth asking again."""
 
 
 class FileFetcher:
@@ -63,32 +73,60 @@ class FileFetcher:
 
     async def fetch(self, f: dict[str, Any]) -> Attachment | None:
         url = str(f.get("url_private_download") or f.get("url_private") or "")
-        name = str(f.get("name") or f.get("title") or "snippet.txt")
         if not url or not self.trusted(url):
             log.warning("not downloading file %s: its URL is not on a Slack host", f.get("id"))
             return None
+        for attempt in range(DOWNLOAD_RETRIES + 1):
+            try:
+                return await self._fetch_once(f, url)
+            except (_Retry, *_TRANSIENT) as exc:
+                if attempt == DOWNLOAD_RETRIES:
+                    if isinstance(exc, _Retry):
+                        log.warning("file %s: %s", f.get("id"), exc)
+                        return None
+                    raise
+                log.info("file %s: download failed (%s); retrying", f.get("id"), exc.__class__.__name__)
+                await asyncio.sleep(RETRY_BACKOFF * 2**attempt)
+        return None
+
+    async def _fetch_once(self, f: dict[str, Any], url: str) -> Attachment | None:
+        """One download.  Errors sit at the end of logs, so a file over the cap is read from its tail: a
+        ``Range`` request for the last ``cap`` bytes, or (a server that ignores it, an unknown size) the
+        stream with only its last ``cap`` bytes kept, up to ``STREAM_FACTOR`` caps read in all."""
+        name = str(f.get("name") or f.get("title") or "snippet.txt")
         size = _size(f.get("size"))
-        limit = self.cap if size is None else min(self.cap, size)
         headers = {"Authorization": f"Bearer {self._token}"}
+        if size is not None and size > self.cap:
+            headers["Range"] = f"bytes=-{self.cap}"
         async with self._client().get(url, headers=headers, allow_redirects=True) as resp:
-            if resp.status != 200:
+            if resp.status >= 500 or resp.status == 429:
+                raise _Retry(f"HTTP {resp.status}")
+            if resp.status not in (200, 206):
                 log.warning("file %s: HTTP %s", f.get("id"), resp.status)
                 return None
             ctype = resp.headers.get("Content-Type", "")
             if ctype.startswith("text/html") and not name.lower().endswith((".html", ".htm")):
                 log.warning("file %s: got a sign-in page; does the app have files:read?", f.get("id"))
                 return None
-            data = bytearray()
-            while len(data) <= limit:
-                chunk = await resp.content.read(min(CHUNK, limit + 1 - len(data)))
+            chunks: deque[bytes] = deque()
+            kept = read = 0
+            ended = False
+            while read < STREAM_FACTOR * self.cap:
+                chunk = await resp.content.read(CHUNK)
                 if not chunk:
+                    ended = True
                     break
-                data += chunk
-        truncated = len(data) > limit or (size is not None and size > self.cap)
+                chunks.append(chunk)
+                kept += len(chunk)
+                read += len(chunk)
+                while chunks and kept - len(chunks[0]) >= self.cap:
+                    kept -= len(chunks.popleft())
+        data = b"".join(chunks)[-self.cap :] if chunks else b""
+        truncated = read > len(data) or not ended or (size is not None and size > self.cap)
         mimetype = str(f.get("mimetype") or "")
         return Attachment(
             filename=name,
-            content=bytes(data[:limit]),
+            content=data,
             content_type=mimetype if mimetype.startswith("text/") else "text/plain",
             size=size,
             truncated=truncated,
