@@ -38,8 +38,8 @@ def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) ->
     skipped: list[str] = []
     truncated = False
     head = message.text
-    if len(head.encode("utf-8", "ignore")) > limit:
-        head = head.encode("utf-8", "ignore")[:limit].decode("utf-8", "ignore")
+    if len(head.encode("utf-8", "ignore")) > limit:  # keep the end here too: that is where errors are
+        head = head.encode("utf-8", "ignore")[-limit:].decode("utf-8", "ignore")
         truncated = True
     budget = limit - len(head.encode("utf-8", "ignore"))
     parts: list[str] = []

@@ -106,18 +106,32 @@ def set_flags(
     return " ".join(out)
 
 
+_ENGINE_MARKERS = {
+    "vllm": re.compile(r"\bvllm\b|vllm\.entrypoints|aphrodite"),  # Aphrodite is a vLLM fork: same flags
+    "llama.cpp": re.compile(r"llama-(?:server|cli|run|bench|mtmd-cli)|llamafile|(?:^|[/\\ ])(?:main|server)(?:\.exe)? "),
+    "sglang": re.compile(r"sglang"),
+}
+
+
+def _own(base: str | None, engine: str) -> str | None:
+    """The user's command only if it runs this engine: vLLM flags never go onto a llama-server line."""
+    if base and _ENGINE_MARKERS[engine].search(base):
+        return base
+    return None
+
+
 def vllm_command(base: str | None, model: str | None, changes: dict[str, str | None]) -> str:
-    command = base or f"vllm serve {model or '<model>'}"
+    command = _own(base, "vllm") or f"vllm serve {model or '<model>'}"
     return set_flags(command, changes, VLLM_FLAGS, VLLM_SWITCHES)
 
 
 def llamacpp_command(base: str | None, model_file: str | None, changes: dict[str, str | None]) -> str:
-    command = base or f"llama-server -m {model_file or '<model>.gguf'}"
+    command = _own(base, "llama.cpp") or f"llama-server -m {model_file or '<model>.gguf'}"
     return set_flags(command, changes, LLAMACPP_FLAGS, LLAMACPP_SWITCHES)
 
 
 def sglang_command(base: str | None, model: str | None, changes: dict[str, str | None]) -> str:
-    command = base or f"python -m sglang.launch_server --model-path {model or '<model>'}"
+    command = _own(base, "sglang") or f"python -m sglang.launch_server --model-path {model or '<model>'}"
     return set_flags(command, changes, SGLANG_FLAGS, set())
 
 

@@ -94,6 +94,8 @@ def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
     out: list[Remedy] = []
     want = s.max_model_len
     clean = round_down_clean(s.fit_len)
+    if want and clean > want:  # a contradictory paste (it "fits" more than was asked): never suggest more
+        clean = round_down_clean(want)
     if clean > 0:
         out.append(
             Remedy(

@@ -49,16 +49,18 @@ def vllm_mamba_blocks(facts: PasteFacts) -> Reply:
         numbers.append(Fact("state per sequence (per GPU)", fmt_size(state / GIB), "catalog"))
     numbers += model_gpu_facts(facts)
     target = blocks if blocks < 16 else blocks // 16 * 16
-    fixes = [
-        Fix(
-            "vllm",
-            f"--max-num-seqs {target}",
-            vllm_command(command, model_name, {"--max-num-seqs": str(target)}),
-            f"every decode sequence gets its state block ({target} <= {blocks})",
-            f"at most {target} requests run at once (was {seqs})",
-            rank=1,
+    fixes = []
+    if target > 0:  # with no block at all, fewer sequences cannot help: memory has to be found first
+        fixes.append(
+            Fix(
+                "vllm",
+                f"--max-num-seqs {target}",
+                vllm_command(command, model_name, {"--max-num-seqs": str(target)}),
+                f"every decode sequence gets its state block ({target} <= {blocks})",
+                f"at most {target} requests run at once (was {seqs})",
+                rank=1,
+            )
         )
-    ]
     if growth and total:
         extra_gib = (seqs - blocks) * state / GIB if state else None
         if extra_gib is not None:

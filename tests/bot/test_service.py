@@ -98,3 +98,25 @@ def test_knowledge_reload_keeps_previous_packs_when_one_breaks(tmp_path):
     ok, message = svc.reload_knowledge(tmp_path)
     assert not ok and "ours.yaml" in message and "broken" in message
     assert len(svc.bot.detector.kb.signatures) == before + 1  # the previous packs stay in force
+
+
+def test_a_message_longer_than_the_cap_keeps_its_end():
+    from bot.core import collect_paste
+
+    text = "noise line\n" * 300_000 + KV
+    paste = collect_paste(IncomingMessage(platform="test", text=text), limit=1 << 20)
+    assert paste.truncated and paste.text.endswith(KV)
+
+
+def test_mamba_blocks_zero_gets_no_zero_max_num_seqs():
+    from bot.detector import detect
+    from bot.diagnosis import diagnose
+
+    paste = (
+        "ValueError: max_num_seqs (256) exceeds available Mamba cache blocks (0). Each decode sequence requires one "
+        "Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs to at most 0 or increase "
+        "gpu_memory_utilization."
+    )
+    reply = diagnose(detect(paste))
+    assert reply is not None
+    assert not any("--max-num-seqs 0" in f.command for f in reply.fixes)

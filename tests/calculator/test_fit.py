@@ -50,3 +50,11 @@ def test_partial_offload_for_gguf_engines():
     layers = int(re.search(r"num_gpu (\d+)", offload.command).group(1))
     assert 0 < layers < 63
     assert "slower" in offload.cost
+
+
+def test_a_contradictory_paste_never_gets_a_longer_context_than_asked():
+    from calculator.fit import KVSituation, vllm_kv_remedies
+
+    remedies = vllm_kv_remedies(KVSituation(fit_len=8000, max_model_len=5000))
+    lens = [_flag(r.command, "--max-model-len") for r in remedies]
+    assert all(n is None or n <= 5000 for n in lens), lens
