@@ -57,7 +57,10 @@ def round_down_clean(tokens: int) -> int:
     return max(step, (tokens // step) * step)
 
 
-def fmt_tokens(n: int | float) -> str:
+def fmt_tokens(n: int | float | None) -> str:
+    """``131,072``; a number the paste did not give (or gave absurdly, so it was dropped) reads ``?``."""
+    if n is None or (isinstance(n, float) and not math.isfinite(n)):
+        return "?"
     return f"{int(n):,}"
 
 

@@ -69,8 +69,9 @@ def vllm_context(facts: PasteFacts) -> Reply:
         )
         if allowed is not None and allowed > 0:
             title += f" (at most {fmt_tokens(allowed)} here)"
+        asked = f"max_tokens {fmt_tokens(max_tokens)}" if max_tokens else "a max_tokens"
         sentences = [
-            f"The request asks for max_tokens {fmt_tokens(max_tokens)}, but prompt + max_tokens must fit in max_model_len"
+            f"The request asks for {asked}, but prompt + max_tokens must fit in max_model_len"
             + (f" {fmt_tokens(mml)}" if mml else "")
             + (f" and the prompt already has {fmt_tokens(prompt)} tokens" if prompt else "")
             + ".",

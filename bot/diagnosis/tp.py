@@ -14,6 +14,11 @@ from calculator.units import GIB
 PIPELINE_PARALLEL_SINCE = (0, 5, 1)  # --pipeline-parallel-size serves online from v0.5.1
 
 
+MAX_PLAUSIBLE_GPUS = 1024  # GPUs one vLLM deployment spans; beyond it the paste's number is nonsense
+MAX_PLAUSIBLE_HEADS = 1 << 12
+MAX_REPLICA_LINES = 8
+
+
 def _tp_ok(t: int, heads: int, kv: int | None, widths: list[int]) -> bool:
     """vLLM's checks (§2.4): heads % tp == 0; KV heads split (kv >= tp) or replicate (tp % kv == 0);
     the MLP's column-parallel width splits evenly too."""
@@ -33,8 +38,8 @@ def tp_divisibility(facts: PasteFacts) -> Reply:
     notes: list[str] = []
     if heads is None and model is not None:
         heads, heads_src = model.num_attention_heads, "catalog"
-    if not heads or not tp:
-        return generic(facts)
+    if not heads or not tp or tp > MAX_PLAUSIBLE_GPUS or heads > MAX_PLAUSIBLE_HEADS:
+        return generic(facts)  # absent or absurd numbers: no arithmetic on them
     if model is not None and model.num_attention_heads != heads:
         notes.append(
             f"my catalog's {model.id} has {model.num_attention_heads} heads, your log says {heads}: "
@@ -45,7 +50,7 @@ def tp_divisibility(facts: PasteFacts) -> Reply:
     widths = [w for w in ((model.intermediate_size, model.moe_intermediate_size) if model else ()) if w]
     pp_now = facts.context.get("pp") or 1
     gpu_count = facts.context.get("gpu_count")
-    n_gpus = int(gpu_count or tp * pp_now)
+    n_gpus = min(int(gpu_count or tp * pp_now), MAX_PLAUSIBLE_GPUS)
     limit = max(n_gpus, 8)
     valid = [t for t in range(1, limit + 1) if _tp_ok(t, heads, kv, widths)]
     # without the KV-head count, only sizes that also divide any power-of-two KV count are safe
@@ -140,7 +145,7 @@ def tp_divisibility(facts: PasteFacts) -> Reply:
     if n_gpus // best >= 2:
         replicas = n_gpus // best
         lines = []
-        for i in range(replicas):
+        for i in range(min(replicas, MAX_REPLICA_LINES)):
             devices = ",".join(str(d) for d in range(i * best, (i + 1) * best))
             run = vllm_cmd(
                 facts,

@@ -120,3 +120,18 @@ def test_mamba_blocks_zero_gets_no_zero_max_num_seqs():
     reply = diagnose(detect(paste))
     assert reply is not None
     assert not any("--max-num-seqs 0" in f.command for f in reply.fixes)
+
+
+def test_absurd_numbers_in_any_signature_never_crash_or_hang():
+    """Every signature example with its numbers replaced by absurd ones still gets an answer (the
+    dropped numbers read "?"; a TP size of 99,999,999 is not enumerated)."""
+    import re
+
+    from bot.detector import detect
+    from bot.diagnosis import diagnose
+    from knowledge import load_builtin
+
+    for loaded in load_builtin().signatures:
+        text = re.sub(r"\d+(?:\.\d+)?", "4294967296", loaded.signature.examples[0].text)
+        diagnose(detect(text))
+        diagnose(detect(re.sub(r"\d+(?:\.\d+)?", "99999999", loaded.signature.examples[0].text)))
