@@ -108,7 +108,9 @@ def set_flags(
 
 _ENGINE_MARKERS = {
     "vllm": re.compile(r"\bvllm\b|vllm\.entrypoints|aphrodite"),  # Aphrodite is a vLLM fork: same flags
-    "llama.cpp": re.compile(r"llama-(?:server|cli|run|bench|mtmd-cli)|llamafile|(?:^|[/\\ ])(?:main|server)(?:\.exe)? "),
+    "llama.cpp": re.compile(
+        r"llama-(?:server|cli|run|bench|mtmd-cli)|llamafile|(?:^|[/\\ ])(?:main|server)(?:\.exe)? "
+    ),
     "sglang": re.compile(r"sglang"),
 }
 
