@@ -11,13 +11,8 @@ the fake REST API (after the thread was created), and prints p50 / p99 and the m
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import logging
-import os
-import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _machine import latency_main  # noqa: E402
 
 from adapters.discord import serve  # noqa: E402
 from bot.health import Health  # noqa: E402
@@ -43,12 +41,6 @@ def paste(i: int) -> str:
         f"can be stored in KV cache ({5000 + i}). Try increasing gpu_memory_utilization or decreasing "
         f"max_model_len when initializing the engine."
     )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[k]
 
 
 async def run(n: int, concurrency: int, warmup: int) -> list[float]:
@@ -103,30 +95,7 @@ async def run(n: int, concurrency: int, warmup: int) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=200, help="pastes to measure (default 200)")
-    parser.add_argument("-c", "--concurrency", type=int, default=1, help="pastes in flight (default 1)")
-    parser.add_argument("--warmup", type=int, default=5)
-    args = parser.parse_args()
-    logging.basicConfig(level=logging.ERROR)
-    started = time.perf_counter()
-    latencies = asyncio.run(run(args.n, max(1, args.concurrency), args.warmup))
-    elapsed = time.perf_counter() - started
-    ms = [x * 1000 for x in latencies]
-    print(
-        f"machine: {platform.platform()}, {os.cpu_count()} CPUs ({platform.machine()}), "
-        f"Python {platform.python_version()}"
-    )
-    print(f"pastes: {len(ms)} measured of {args.n} (+{args.warmup} warm-up), concurrency {args.concurrency}")
-    if not ms:
-        print("no replies measured")
-        return 1
-    print(
-        f"MESSAGE_CREATE sent -> reply POST received: p50 {percentile(ms, 50):.1f} ms, "
-        f"p99 {percentile(ms, 99):.1f} ms, mean {statistics.fmean(ms):.1f} ms, max {max(ms):.1f} ms"
-    )
-    print(f"wall time: {elapsed:.1f} s")
-    return 0 if len(ms) == args.n else 1
+    return latency_main(__doc__, run, "MESSAGE_CREATE sent -> reply POST received")
 
 
 if __name__ == "__main__":
