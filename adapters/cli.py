@@ -244,11 +244,28 @@ def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool) -> int:
     return EXIT_OK
 
 
-def _settings(config: Path | None):
+# settings that can also be given as flags (highest precedence) to the commands that run the bot
+SETTING_FLAGS = {
+    "database": ("--database", Path, "SQLite database file"),
+    "knowledge_dir": ("--knowledge-dir", Path, "folder of extra knowledge packs (YAML)"),
+    "log_level": ("--log-level", str, "DEBUG, INFO, WARNING or ERROR"),
+    "log_format": ("--log-format", str, "text or json"),
+    "health_port": ("--health-port", int, "serve /healthz and /metrics on this port"),
+}
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="YAML settings file")
+    for field, (flag, kind, text) in SETTING_FLAGS.items():
+        parser.add_argument(flag, dest=f"setting_{field}", type=kind, help=text)
+
+
+def _settings(config: Path | None, args: argparse.Namespace | None = None):
     from bot.settings import SettingsError, load_settings
 
+    overrides = {f: getattr(args, f"setting_{f}", None) for f in SETTING_FLAGS} if args is not None else {}
     try:
-        return load_settings(config_file=config)
+        return load_settings(config_file=config, **overrides)
     except SettingsError as exc:
         raise CliError(f"settings: {exc}") from exc
 
@@ -300,7 +317,7 @@ def cmd_stats(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def cmd_platform(args: argparse.Namespace) -> int:
-    settings = _settings(args.config)
+    settings = _settings(args.config, args)
     if args.command == "discord":
         if settings.discord.token is None:
             raise CliError("GPU_GARDEN_DISCORD_TOKEN is not set")
@@ -374,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(
             name, help=f"run the {name.capitalize()} bot (tokens from the environment or --config)"
         )
-        p.add_argument("--config", type=Path, help="YAML settings file")
+        add_setting_flags(p)
         if name == "discord":
             dsub = p.add_subparsers(dest="action")
             sync = dsub.add_parser("sync-commands", help="register /vram, /triage and the context menu")

@@ -188,3 +188,14 @@ async def test_runner_waits_before_exiting_on_a_fast_failure(monkeypatch, tmp_pa
     code = await runner.serve(load_settings(), ["fake"], crash_backoff=0.3)
     assert code == 1
     assert time.monotonic() - start >= 0.3
+
+
+def test_flags_beat_environment_for_the_platform_commands(monkeypatch, tmp_path):
+    from adapters.cli import _settings, build_parser
+
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "from-env.sqlite3"))
+    monkeypatch.setenv("GPU_GARDEN_LOG_LEVEL", "WARNING")
+    args = build_parser().parse_args(["slack", "--database", str(tmp_path / "from-flag.sqlite3")])
+    settings = _settings(args.config, args)
+    assert settings.database.name == "from-flag.sqlite3"
+    assert settings.log_level == "WARNING"  # no flag given: the environment stands
