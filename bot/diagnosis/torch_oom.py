@@ -52,6 +52,18 @@ def read_torch_oom(facts: PasteFacts, shards: int = 1) -> TorchOOM:
         p.get("other_process_gib"), p.get("allowed_gib"), "unknown", weights,
     )  # fmt: skip
     o.reserved_logged = p.get("reserved_gib") is not None
+    # In a container PyTorch cannot match NVML's host PIDs to itself, so it lists its own memory as
+    # "Process N has X in use" (and no "this process" line).  When X and what PyTorch reserved cannot
+    # both be on the card at once, that process is this one, not another.
+    if (
+        o.this_process is None
+        and o.other is not None
+        and reserved is not None
+        and total
+        and o.other >= reserved - 0.05
+        and o.other + reserved > total + 0.5
+    ):
+        o.this_process, o.other = o.other, None
     stage = str(facts.context.get("oom_stage") or "")
     if tried is not None and total and tried > 0.95 * total:
         o.kind = "absurd"
