@@ -3,8 +3,6 @@ line). That process is this one when its memory covers what PyTorch reserved —
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bot.detector import detect
 from bot.diagnosis import diagnose
 from bot.formatter import to_markdown
@@ -32,7 +30,3 @@ def test_a_real_other_process_is_still_named():
     )
     reply = diagnose(detect(other))
     assert reply is not None and "another process" in reply.title
-
-
-def test_file_is_in_the_right_place():
-    assert Path(__file__).parent.name == "diagnosis"
