@@ -75,11 +75,19 @@ def _fp8_verdict(gpu: GPU | None) -> bool | None:
     return None if gpu is None else gpu.fp8_kv_cache
 
 
-def _with_len(changes: dict[str, str | None], after: int | None, want: int | None) -> dict[str, str | None]:
-    """Add ``--max-model-len`` when a lever alone does not reach what was asked for."""
+def _with_len(
+    changes: dict[str, str | None], after: int | None, want: int | None, auto: bool = False
+) -> dict[str, str | None]:
+    """Add ``--max-model-len`` when a lever alone does not reach what was asked for; when what it
+    buys cannot be computed (the card is unknown), let vLLM >= 0.14 pick the length (``auto``)."""
     if want and after is not None and after < want and round_down_clean(after) > 0:
         changes = {**changes, "--max-model-len": str(round_down_clean(after))}
+    elif want and after is None and auto:
+        changes = {**changes, "--max-model-len": "auto"}
     return changes
+
+
+UNKNOWN_GAIN = "; the context still has to fit: combine it with a --max-model-len the new budget holds"
 
 
 def _reach(after: int | None, want: int | None) -> str:
@@ -93,6 +101,7 @@ def _reach(after: int | None, want: int | None) -> str:
 def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
     out: list[Remedy] = []
     want = s.max_model_len
+    auto = vllm_has_auto_max_len(s.version)
     clean = round_down_clean(s.fit_len)
     if want and clean > want:  # a contradictory paste (it "fits" more than was asked): never suggest more
         clean = round_down_clean(want)
@@ -163,9 +172,9 @@ def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
                     vllm_command(
                         s.base_command,
                         s.model_name,
-                        _with_len({"--gpu-memory-utilization": f"{new_util}"}, after, want),
+                        _with_len({"--gpu-memory-utilization": f"{new_util}"}, after, want, auto),
                     ),
-                    effect,
+                    effect + (UNKNOWN_GAIN if after is None and want and not auto else ""),
                     "only if nothing else uses this GPU; less room for activation spikes",
                     rank=4,
                     tokens_after=after,
@@ -187,8 +196,10 @@ def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
             Remedy(
                 "vllm",
                 "run without CUDA graphs",
-                vllm_command(s.base_command, s.model_name, _with_len({"--enforce-eager": ""}, after, want)),
-                effect,
+                vllm_command(
+                    s.base_command, s.model_name, _with_len({"--enforce-eager": ""}, after, want, auto)
+                ),
+                effect + (UNKNOWN_GAIN if after is None and want and not auto else ""),
                 "decode is roughly 10-30% slower",
                 rank=5,
                 tokens_after=after,
