@@ -123,6 +123,20 @@ def _gguf_weight_bytes(model: ModelSpec, variant: Variant | None) -> tuple[int, 
     return int(model.params_b * 1e9 * bpw / 8), f"{GGUF_DEFAULT} (estimated size)"
 
 
+def _identity(
+    model: ModelSpec, variant: Variant | None, gpu: GPU, req: VramRequest, quantization: str
+) -> dict:
+    """The fields that say what was computed, shared by every engine's result."""
+    return {
+        "model": model.id,
+        "variant": variant.id if variant else None,
+        "quantization": quantization,
+        "gpu": gpu.id,
+        "gpu_name": gpu.name,
+        "gpus": req.gpus,
+    }
+
+
 def _rem(r: Remedy) -> RemedyOut:
     return RemedyOut(engine=r.engine, change=r.change, command=r.command, effect=r.effect, cost=r.cost)
 
@@ -380,12 +394,7 @@ def _vllm(req: VramRequest, model, variant, gpu: GPU, total: float, notes: list[
         "reserved_free": round(max(0.0, total - b.requested_gib), 3),
     }
     return VramResult(
-        model=model.id,
-        variant=variant.id if variant else None,
-        quantization=variant.quant if variant else model.torch_dtype,
-        gpu=gpu.id,
-        gpu_name=gpu.name,
-        gpus=req.gpus,
+        **_identity(model, variant, gpu, req, variant.quant if variant else model.torch_dtype),
         engine="vllm",
         total_gib=round(total, 3),
         weights_gib=round(b.weights_gib, 3),
@@ -435,12 +444,7 @@ def _sglang(req: VramRequest, model, variant, gpu: GPU, total: float, notes: lis
         "activations_and_graphs": round(total * (1 - b.mem_fraction_static), 3),
     }
     return VramResult(
-        model=model.id,
-        variant=variant.id if variant else None,
-        quantization=variant.quant if variant else model.torch_dtype,
-        gpu=gpu.id,
-        gpu_name=gpu.name,
-        gpus=req.gpus,
+        **_identity(model, variant, gpu, req, variant.quant if variant else model.torch_dtype),
         engine="sglang",
         total_gib=round(total, 3),
         weights_gib=round(b.weights_gib, 3),
@@ -514,12 +518,7 @@ def _gguf(req: VramRequest, model, variant, gpu: GPU, total_per_gpu: float, note
     }
     kv_tokens = int(b.kv_gib * GIB / b.kv_bytes_per_token) if b.kv_bytes_per_token else 0
     return VramResult(
-        model=model.id,
-        variant=variant.id if variant else None,
-        quantization=quant_label,
-        gpu=gpu.id,
-        gpu_name=gpu.name,
-        gpus=req.gpus,
+        **_identity(model, variant, gpu, req, quant_label),
         engine=req.engine,
         total_gib=round(total_per_gpu, 3),
         weights_gib=round(b.weights_gib / req.gpus, 3),
