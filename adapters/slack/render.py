@@ -51,21 +51,26 @@ def code_block(text: str) -> str:
     return f"{_FENCE}\n{inner}\n{_FENCE}"
 
 
-def _split_code(block: str, limit: int) -> list[str]:
-    """A too-long code block (already escaped and fenced) as several fenced blocks by lines."""
-    inner = block[len(_FENCE) + 1 : -(len(_FENCE) + 1)]
-    room = limit - 2 * (len(_FENCE) + 1)
+def _lines_into(lines: list[str], limit: int) -> list[str]:
+    """Lines (each cut to ``limit``) joined into as few chunks of at most ``limit`` as keep their order."""
     chunks: list[str] = []
     current = ""
-    for line in inner.split("\n"):
-        line = cut(line, room)
-        if current and len(current) + 1 + len(line) > room:
+    for line in lines:
+        line = cut(line, limit)
+        if current and len(current) + 1 + len(line) > limit:
             chunks.append(current)
             current = line
         else:
             current = f"{current}\n{line}" if current else line
     chunks.append(current)
-    return [f"{_FENCE}\n{c}\n{_FENCE}" for c in chunks]
+    return chunks
+
+
+def _split_code(block: str, limit: int) -> list[str]:
+    """A too-long code block (already escaped and fenced) as several fenced blocks by lines."""
+    inner = block[len(_FENCE) + 1 : -(len(_FENCE) + 1)]
+    room = limit - 2 * (len(_FENCE) + 1)
+    return [f"{_FENCE}\n{c}\n{_FENCE}" for c in _lines_into(inner.split("\n"), room)]
 
 
 def _fit(piece: str, limit: int) -> list[str]:
@@ -73,17 +78,7 @@ def _fit(piece: str, limit: int) -> list[str]:
         return [piece]
     if piece.startswith(_FENCE) and piece.endswith(_FENCE):
         return _split_code(piece, limit)
-    out: list[str] = []
-    current = ""
-    for line in piece.split("\n"):
-        line = cut(line, limit)
-        if current and len(current) + 1 + len(line) > limit:
-            out.append(current)
-            current = line
-        else:
-            current = f"{current}\n{line}" if current else line
-    out.append(current)
-    return out
+    return _lines_into(piece.split("\n"), limit)
 
 
 def pack(pieces: list[str], limit: int = SECTION_MAX) -> list[str]:
