@@ -29,7 +29,7 @@ memory units ``gib``/``mib``/``kib``/``gb``/``mb``/``bytes`` or ``dynamic`` (uni
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -54,26 +54,12 @@ Category = Literal[
     "invalid_argument",
 ]
 
-# The corpus README's vocabulary; the extra categories above are for non-memory configuration
-# errors we still know how to fix (they are never one of these).
-MEMORY_CATEGORIES: frozenset[str] = frozenset(
-    {
-        "kv_cache_too_small",
-        "no_kv_memory",
-        "gpu_memory_in_use",
-        "gpu_oom",
-        "kv_alloc_failed",
-        "host_memory",
-        "tp_divisibility",
-        "dtype_unsupported",
-        "quantization_unsupported",
-        "max_len_exceeds_model",
-        "batched_tokens_too_small",
-        "context_exceeded",
-        "runner_crashed",
-        "memory_report",
-    }
+# Categories for non-memory configuration errors we still know how to fix.
+CONFIG_CATEGORIES: frozenset[str] = frozenset(
+    {"kv_quant_needs_flash_attn", "gpu_unsupported", "invalid_argument"}
 )
+# The corpus README's vocabulary: every other category (a config error is never one of these).
+MEMORY_CATEGORIES: frozenset[str] = frozenset(get_args(Category)) - CONFIG_CATEGORIES
 
 Unit = Literal[
     "tokens",
