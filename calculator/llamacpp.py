@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from calculator.catalog import ModelSpec
 from calculator.kv import LLAMACPP_KV_BYTES, KVLayout, llamacpp_layout
+from calculator.plan import Outcome, Plan, Sourced, Term
 from calculator.units import GIB, MIB
 
 FIT_MARGIN_MIB = 1024  # llama.cpp --fit-target default
@@ -33,6 +34,7 @@ class LlamaCppConfig:
     flash_attn: bool = True
     n_ubatch: int = DEFAULT_UBATCH
     n_gpu_layers: int | None = None  # None: all
+    kv_offload: bool = True  # False: -nkvo, the KV cache stays in host RAM
 
 
 @dataclass
@@ -104,15 +106,17 @@ def llamacpp_budget(
     weights_gpu = weights * gpu_fraction
     budget_for_ctx = total_gib - weights_gpu - CUDA_CONTEXT_GIB - margin_mib * MIB / GIB
 
+    kv_on_gpu = gpu_fraction if cfg.kv_offload else 0.0
+
     def need(ctx: int) -> float:
-        kv = kv_bytes(layout, ctx, cfg) * gpu_fraction
+        kv = kv_bytes(layout, ctx, cfg) * kv_on_gpu
         return (kv + compute_buffer_bytes(model, pad_ctx(ctx), cfg.n_ubatch, cfg.flash_attn)) / GIB
 
     trained = model.max_position_embeddings
     max_fit = _largest(lambda c: need(c) <= budget_for_ctx, trained)
     n_ctx = cfg.n_ctx if cfg.n_ctx else max(min(max_fit, trained), 0)
     ctx_for_math = max(n_ctx, 1)
-    kv = kv_bytes(layout, ctx_for_math, cfg) * gpu_fraction / GIB
+    kv = kv_bytes(layout, ctx_for_math, cfg) * kv_on_gpu / GIB
     compute = compute_buffer_bytes(model, pad_ctx(ctx_for_math), cfg.n_ubatch, cfg.flash_attn) / GIB
     used = weights_gpu + kv + compute + CUDA_CONTEXT_GIB
     return LlamaCppBudget(
@@ -145,3 +149,91 @@ def _largest(ok, limit: int) -> int:
         else:
             hi = mid - 1
     return lo * CTX_PAD
+
+
+START_HEADROOM_GIB = 0.25  # a fixed -c starts when the buffers fit with this much to spare
+
+
+@dataclass
+class LlamaCppObserved:
+    """Buffer sizes a llama.cpp log prints (MiB), and the device memory."""
+
+    device_gib: Sourced | None = None  # what one device has (total, or free at start)
+    devices: int = 1
+    model_buffer_mib: Sourced | None = None
+    kv_buffer_mib: Sourced | None = None  # at plan0's n_ctx and cache types
+    compute_buffer_mib: Sourced | None = None
+
+
+@dataclass
+class LlamaCppEstimate:
+    """llama.cpp's budget for a plan: the catalog model when known, else the log's buffer sizes."""
+
+    plan0: Plan
+    obs: LlamaCppObserved
+    model: ModelSpec | None = None
+    weight_bytes: int | None = None
+
+    def _config(self, plan: Plan, n_ctx: int | None) -> LlamaCppConfig:
+        k, v = (plan.kv_dtype, plan.kv_dtype) if plan.kv_dtype != "auto" else ("f16", "f16")
+        return LlamaCppConfig(
+            n_ctx=n_ctx, cache_type_k=k, cache_type_v=v, n_parallel=max(1, plan.parallel),
+            kv_unified=True, flash_attn=plan.flash_attn, n_ubatch=plan.ubatch or DEFAULT_UBATCH,
+            n_gpu_layers=plan.gpu_layers, kv_offload=plan.kv_offload,
+        )  # fmt: skip
+
+    def evaluate(self, plan: Plan) -> Outcome | None:
+        if self.obs.device_gib is None:
+            return None
+        total = self.obs.device_gib.value * max(1, self.obs.devices)
+        if self.model is not None and self.weight_bytes:
+            return self._from_model(plan, total)
+        return self._from_log(plan, total)
+
+    def _from_model(self, plan: Plan, total: float) -> Outcome:
+        assert self.model is not None and self.weight_bytes is not None
+        b = llamacpp_budget(self.model, self.weight_bytes, total, self._config(plan, plan.max_len))
+        starts = plan.max_len is not None and b.used_gib + START_HEADROOM_GIB <= total
+        if plan.max_len is None:
+            starts = b.n_ctx_max_fit >= CTX_PAD
+        terms = [
+            Term("weights", b.weights_on_gpu_gib, "catalog"),
+            Term("compute buffers", b.compute_gib, "estimated"),
+            Term("cuda context", b.overhead_gib, "estimated"),
+            Term("kv cache", b.kv_gib, "computed"),
+        ]
+        why = "" if starts else "the weights and the KV cache do not fit"
+        return Outcome(starts, b.n_ctx_max_fit, b.kv_gib, b.n_ctx_max_fit, terms, total, None, why)
+
+    def _from_log(self, plan: Plan, total: float) -> Outcome | None:
+        o = self.obs
+        if o.model_buffer_mib is None or o.kv_buffer_mib is None or not self.plan0.max_len:
+            return None
+        mib = 1 / 1024
+        weights = o.model_buffer_mib.value * mib * _layers_share(plan, self.plan0)
+        bpt0 = o.kv_buffer_mib.value * mib / self.plan0.max_len
+        bpt = bpt0 * _kv_factor(plan.kv_dtype) / _kv_factor(self.plan0.kv_dtype)
+        if not plan.kv_offload:
+            bpt = 0.0
+        compute = o.compute_buffer_mib.value * mib if o.compute_buffer_mib else 0.5
+        room = total - weights - compute - CUDA_CONTEXT_GIB - FIT_MARGIN_MIB / 1024
+        fit = int(max(0.0, room) / bpt) // CTX_PAD * CTX_PAD if bpt else 1 << 24
+        want = plan.max_len or fit
+        kv = bpt * want
+        starts = weights + compute + CUDA_CONTEXT_GIB + kv + START_HEADROOM_GIB <= total and want > 0
+        terms = [Term("weights", weights, "log"), Term("compute buffers", compute, "log" if o.compute_buffer_mib else "estimated"),
+                 Term("cuda context", CUDA_CONTEXT_GIB, "estimated"), Term("kv cache", kv, "computed")]  # fmt: skip
+        return Outcome(starts, fit, kv, fit, terms, total, None, "" if starts else "the buffers do not fit")
+
+
+def _kv_factor(kv_dtype: str) -> float:
+    return LLAMACPP_KV_BYTES.get(kv_dtype if kv_dtype != "auto" else "f16", 2.0)
+
+
+def _layers_share(plan: Plan, plan0: Plan) -> float:
+    """Weights on the GPU scale with the layers kept there (None = all)."""
+    if plan.gpu_layers is None or plan.gpu_layers == plan0.gpu_layers:
+        return 1.0
+    if plan0.gpu_layers:
+        return min(1.0, plan.gpu_layers / plan0.gpu_layers)
+    return 1.0

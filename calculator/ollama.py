@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.catalog import ModelSpec
-from calculator.llamacpp import LlamaCppBudget, LlamaCppConfig, llamacpp_budget
+from calculator.llamacpp import START_HEADROOM_GIB, LlamaCppBudget, LlamaCppConfig, llamacpp_budget
+from calculator.plan import Outcome, Plan, Sourced, Term
 
 
 def default_num_ctx(total_vram_gib: float, trained_ctx: int) -> int:
@@ -55,3 +56,27 @@ def ollama_budget(model: ModelSpec, weight_bytes: int, total_gib: float, cfg: Ol
     # the largest num_ctx per slot that fits
     budget.n_ctx_max_fit = budget.n_ctx_max_fit // parallel
     return budget
+
+
+@dataclass
+class OllamaEstimate:
+    """Ollama's budget for a plan (num_ctx per slot, num_parallel, OLLAMA_KV_CACHE_TYPE, num_gpu)."""
+
+    plan0: Plan
+    device_gib: Sourced | None
+    model: ModelSpec | None
+    weight_bytes: int | None
+    devices: int = 1
+
+    def evaluate(self, plan: Plan) -> Outcome | None:
+        if self.device_gib is None or self.model is None or not self.weight_bytes:
+            return None
+        total = self.device_gib.value * max(1, self.devices)
+        kv_type = plan.kv_dtype if plan.kv_dtype not in ("auto", "fp8") else "f16"
+        cfg = OllamaConfig(num_ctx=plan.max_len, num_parallel=max(1, plan.parallel), kv_cache_type=kv_type)
+        b = ollama_budget(self.model, self.weight_bytes, total, cfg)
+        starts = b.used_gib + START_HEADROOM_GIB <= total and b.n_ctx > 0
+        terms = [Term("weights", b.weights_on_gpu_gib, "catalog"), Term("compute buffers", b.compute_gib, "estimated"),
+                 Term("cuda context", b.overhead_gib, "estimated"), Term("kv cache", b.kv_gib, "computed")]  # fmt: skip
+        why = "" if starts else "the weights and the KV cache do not fit in VRAM"
+        return Outcome(starts, b.n_ctx_max_fit, b.kv_gib, b.n_ctx_max_fit, terms, total, None, why)

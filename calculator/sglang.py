@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from calculator.catalog import ModelSpec
 from calculator.kv import vllm_layout
+from calculator.plan import Outcome, Plan, Sourced, Term
 from calculator.units import GIB
 
 CUDA_CONTEXT_GIB = 0.5
@@ -81,3 +82,33 @@ def mem_fraction_for_tokens(
     """The mem_fraction_static that gives a KV pool of ``tokens``."""
     pre_free = total_gib - CUDA_CONTEXT_GIB
     return (weights_gib + tokens * cell_size_bytes / GIB) / pre_free
+
+
+@dataclass
+class SglangEstimate:
+    """SGLang's static pool for a plan (mem_fraction_static, context_length, kv dtype, tp)."""
+
+    plan0: Plan
+    device_gib: Sourced | None
+    model: ModelSpec | None
+    weight_bytes: int | None
+
+    def evaluate(self, plan: Plan) -> Outcome | None:
+        if self.device_gib is None or self.model is None or not self.weight_bytes:
+            return None
+        kv = "fp8" if plan.kv_dtype.startswith("fp8") else "auto"
+        b = sglang_budget(
+            self.model, self.weight_bytes, self.device_gib.value, plan.tp, plan.util, kv, plan.max_len
+        )
+        starts = b.kv_pool_gib > 0 and b.max_total_num_tokens >= min(b.context_length, MIN_POOL_TOKENS)
+        fit = b.max_total_num_tokens
+        terms = [
+            Term("weights", b.weights_gib, "catalog"),
+            Term("kv cache", max(0.0, b.kv_pool_gib), "computed"),
+        ]
+        why = "" if starts else "the KV pool is empty after the weights"
+        return Outcome(starts, fit, b.kv_pool_gib, fit, terms, self.device_gib.value,
+                       self.device_gib.value * b.mem_fraction_static, why)  # fmt: skip
+
+
+MIN_POOL_TOKENS = 1024  # below this a context_length fix is not worth printing

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 
 from calculator.catalog import GPU, ModelSpec
-from calculator.kv import KVLayout, vllm_layout
+from calculator.kv import VLLM_KV_BYTES, KVLayout, vllm_layout
+from calculator.plan import Outcome, Plan, Sourced, Term
 from calculator.units import GIB
 from calculator.versions import (
     CURRENT_VLLM,
@@ -127,47 +128,47 @@ def vllm_budget(
     cfg: VllmConfig,
     total_gib: float | None = None,
 ) -> VllmBudget:
+    """The catalog budget (``/vram``): the same estimate a paste's budget uses, with nothing observed."""
     version = parse_version(cfg.version, CURRENT_VLLM)
-    v0 = vllm_is_v0(version)
-    notes: list[str] = []
-    tp, pp = max(1, cfg.tp), max(1, cfg.pp)
     total = total_gib if total_gib is not None else gpu.total_gib
-    util = cfg.gpu_memory_utilization or vllm_default_utilization(version)
-    requested = total * util
-    max_len = cfg.max_model_len or derived_max_model_len(model, cfg.version)
-    seqs_default, tokens_default = default_batching(total, gpu.id, v0, max_len)
-    max_num_seqs = cfg.max_num_seqs or seqs_default
-    batched = cfg.max_num_batched_tokens or tokens_default
+    plan = Plan(
+        max_len=cfg.max_model_len, kv_dtype=cfg.kv_cache_dtype, util=cfg.gpu_memory_utilization,
+        eager=cfg.enforce_eager, tp=max(1, cfg.tp), pp=max(1, cfg.pp), max_seqs=cfg.max_num_seqs,
+        batched_tokens=cfg.max_num_batched_tokens, kv_cache_gib=cfg.kv_cache_memory_gib,
+    )  # fmt: skip
+    est = VllmEstimate(
+        version, plan, VllmObserved(total_gib=Sourced(total, "catalog")), model, weight_bytes, gpu.id
+    )
+    kv_gib, _terms = est.kv_gib(plan)
+    assert kv_gib is not None
+    terms = {t.name: t.gib for t in _terms}
+    max_len = est.max_len(plan) or model.max_position_embeddings
+    max_num_seqs, batched = est.batching(plan)
     block = cfg.block_size or (64 if model.mla else 16)
-
-    weights = weight_bytes / (tp * pp) / GIB
-    non_torch = NON_TORCH_GIB_SINGLE + (NON_TORCH_GIB_PER_EXTRA_RANK if tp * pp > 1 else 0.0)
-    activation = estimate_activation_gib(model, batched, max_num_seqs, tp, v0)
-    graphs = 0.0 if cfg.enforce_eager else estimate_cudagraph_gib(model, tp, pp)
-    graphs_in_budget = vllm_subtracts_cudagraph_estimate(version) and not cfg.enforce_eager
-
-    layout: KVLayout = vllm_layout(model, cfg.kv_cache_dtype, tp=tp, pp=pp)
-    if cfg.kv_cache_memory_gib is not None:
-        kv_gib = cfg.kv_cache_memory_gib
-        notes.append("--kv-cache-memory-bytes fixes the KV budget; gpu_memory_utilization is ignored")
-    else:
-        kv_gib = requested - weights - non_torch - activation - (graphs if graphs_in_budget else 0.0)
+    layout: KVLayout = vllm_layout(model, cfg.kv_cache_dtype, tp=plan.tp, pp=plan.pp)
+    notes = (
+        ["--kv-cache-memory-bytes fixes the KV budget; gpu_memory_utilization is ignored"]
+        if (cfg.kv_cache_memory_gib is not None)
+        else []
+    )
+    util = plan.util or est.default_util()
+    graphs_in_budget = est.graphs_in_budget(plan)
     return _capacity(
         layout,
         kv_gib,
         block,
         max_len,
         batched,
-        v0,
-        pp,
+        est.v0,
+        plan.pp,
         dict(
             total_gib=total,
             utilization=util,
-            requested_gib=requested,
-            weights_gib=weights,
-            non_torch_gib=non_torch,
-            activation_gib=activation,
-            cudagraph_gib=graphs,
+            requested_gib=total * util,
+            weights_gib=terms["weights"],
+            non_torch_gib=terms["non-torch"],
+            activation_gib=terms["activations"],
+            cudagraph_gib=0.0 if cfg.enforce_eager else estimate_cudagraph_gib(model, plan.tp, plan.pp),
             max_num_seqs=max_num_seqs,
             max_num_batched_tokens=batched,
             cudagraph_in_budget=graphs_in_budget,
@@ -240,3 +241,180 @@ def _capacity(layout, kv_gib, block, max_len, batched, v0, pp, fields) -> VllmBu
         fits=kv_gib > 0 and fit >= max_len,
         **fields,
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# The budget from what was observed: log numbers where the paste has them, catalog and estimates for
+# the rest.  A logged KV budget is the anchor: a changed setting moves it by the change in the terms
+# that setting touches, so the log's own numbers are never replaced by estimates.
+
+
+@dataclass
+class VllmObserved:
+    """Numbers a paste may print (per GPU, GiB unless named otherwise)."""
+
+    total_gib: Sourced | None = None
+    weights_gib: Sourced | None = None
+    non_torch_gib: Sourced | None = None
+    activation_gib: Sourced | None = None
+    cudagraph_gib: Sourced | None = None
+    kv_cache_gib: Sourced | None = None
+    kv_bytes_per_token: Sourced | None = None  # per GPU, at the plan in force
+    fit_len: Sourced | None = None  # the longest request the logged KV cache holds
+    free_gib: Sourced | None = None  # free memory when the engine started
+
+
+@dataclass
+class VllmEstimate:
+    version: tuple[int, int, int]
+    plan0: Plan  # the settings in force (as run)
+    obs: VllmObserved
+    model: ModelSpec | None = None
+    weight_bytes: int | None = None  # the whole checkpoint
+    gpu_id: str = ""
+
+    @property
+    def v0(self) -> bool:
+        return vllm_is_v0(self.version)
+
+    def default_util(self) -> float:
+        return vllm_default_utilization(self.version)
+
+    def total(self) -> float | None:
+        return self.obs.total_gib.value if self.obs.total_gib else None
+
+    def max_len(self, plan: Plan) -> int | None:
+        if plan.max_len:
+            return plan.max_len
+        return derived_max_model_len(self.model, ".".join(map(str, self.version))) if self.model else None
+
+    def batching(self, plan: Plan) -> tuple[int, int]:
+        seqs_d, tokens_d = default_batching(
+            self.total() or 24.0, self.gpu_id, self.v0, self.max_len(plan) or 2048
+        )
+        return plan.max_seqs or seqs_d, plan.batched_tokens or tokens_d
+
+    # -- terms, each for a plan ----------------------------------------------------------------
+    def weights(self, plan: Plan) -> Term | None:
+        ranks0, ranks = self.plan0.tp * self.plan0.pp, plan.tp * plan.pp
+        if self.obs.weights_gib is not None:
+            return Term("weights", self.obs.weights_gib.value * ranks0 / ranks, self.obs.weights_gib.source)
+        if self.weight_bytes:
+            return Term("weights", self.weight_bytes / ranks / GIB, "catalog")
+        return None
+
+    def non_torch(self, plan: Plan) -> Term:
+        if self.obs.non_torch_gib is not None and (plan.tp * plan.pp > 1) == (
+            self.plan0.tp * self.plan0.pp > 1
+        ):
+            return Term("non-torch", self.obs.non_torch_gib.value, self.obs.non_torch_gib.source)
+        extra = NON_TORCH_GIB_PER_EXTRA_RANK if plan.tp * plan.pp > 1 else 0.0
+        return Term("non-torch", NON_TORCH_GIB_SINGLE + extra, "estimated")
+
+    def activation(self, plan: Plan) -> Term | None:
+        seqs, batched = self.batching(plan)
+        if self.obs.activation_gib is not None:
+            seqs0, batched0 = self.batching(self.plan0)
+            if (seqs, batched, plan.tp) == (seqs0, batched0, self.plan0.tp) or self.model is None:
+                return Term("activations", self.obs.activation_gib.value, self.obs.activation_gib.source)
+            ratio = estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0) / max(
+                1e-9, estimate_activation_gib(self.model, batched0, seqs0, self.plan0.tp, self.v0)
+            )
+            return Term("activations", self.obs.activation_gib.value * ratio, "estimated")
+        if self.model is None:
+            return None
+        return Term(
+            "activations", estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0), "estimated"
+        )
+
+    def graphs_in_budget(self, plan: Plan) -> bool:
+        return vllm_subtracts_cudagraph_estimate(self.version) and not plan.eager and plan.cudagraph_estimate
+
+    def graphs(self, plan: Plan) -> Term:
+        if not self.graphs_in_budget(plan):
+            return Term("cuda graphs", 0.0, "computed")
+        if self.obs.cudagraph_gib is not None:
+            return Term("cuda graphs", self.obs.cudagraph_gib.value, self.obs.cudagraph_gib.source)
+        if self.model is None:
+            return Term("cuda graphs", 0.0, "estimated")
+        return Term("cuda graphs", estimate_cudagraph_gib(self.model, plan.tp, plan.pp), "estimated")
+
+    def bytes_per_token(self, plan: Plan) -> float | None:
+        """Per GPU, all attention layers (what a pool is sized by)."""
+        if self.model is not None:
+            return vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp).all_attention_bytes_per_token
+        if self.obs.kv_bytes_per_token is None:
+            return None
+        dtype = VLLM_KV_BYTES.get(plan.kv_dtype, 2.0) / VLLM_KV_BYTES.get(self.plan0.kv_dtype, 2.0)
+        ranks = (self.plan0.tp * self.plan0.pp) / (plan.tp * plan.pp)
+        return self.obs.kv_bytes_per_token.value * dtype * ranks
+
+    # -- the prediction ------------------------------------------------------------------------
+    def kv_gib(self, plan: Plan) -> tuple[float | None, list[Term]]:
+        total = self.total()
+        util = plan.util or self.default_util()
+        terms = [
+            t
+            for t in (self.weights(plan), self.non_torch(plan), self.activation(plan), self.graphs(plan))
+            if t
+        ]
+        if plan.kv_cache_gib is not None:
+            return plan.kv_cache_gib, terms
+        if total is None:
+            return None, terms
+        if self.obs.kv_cache_gib is not None:
+            base = [t for t in (self.weights(self.plan0), self.non_torch(self.plan0), self.activation(self.plan0), self.graphs(self.plan0)) if t]  # fmt: skip
+            util0 = self.plan0.util or self.default_util()
+            delta = total * (util - util0) - (sum(t.gib for t in terms) - sum(t.gib for t in base))
+            return self.obs.kv_cache_gib.value + delta, terms
+        if len(terms) < 4:  # weights or activations unknown
+            return None, terms
+        return total * util - sum(t.gib for t in terms), terms
+
+    def evaluate(self, plan: Plan) -> Outcome | None:
+        kv, terms = self.kv_gib(plan)
+        want = self.max_len(plan)
+        if kv is None:
+            return None
+        total = self.total()
+        target = total * (plan.util or self.default_util()) if total else None
+        fit, tokens, conc = self._capacity(plan, kv, want)
+        if fit is None:
+            return None
+        starts, why = fit > 0 and kv > 0, ""
+        if not starts:
+            why = "nothing is left for the KV cache"
+        elif want and fit < want:
+            starts, why = False, f"the KV cache holds {fit:,} tokens, fewer than max_model_len {want:,}"
+        if (
+            starts
+            and self.obs.free_gib is not None
+            and target is not None
+            and target > self.obs.free_gib.value
+        ) and supports_free_check(self.version):
+            starts, why = (
+                False,
+                f"it asks for {target:.2f} GiB, only {self.obs.free_gib.value:.2f} GiB is free",
+            )
+        terms = [*terms, Term("kv cache", max(0.0, kv), "computed")]
+        return Outcome(starts, fit, kv, tokens, terms, total, target, why, conc)
+
+    def _capacity(self, plan: Plan, kv: float, want: int | None) -> tuple[int | None, int, float | None]:
+        if self.model is not None:
+            _seqs, batched = self.batching(plan)
+            lay = vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp)
+            block = 64 if self.model.mla else 16
+            _blocks, tokens, fit, conc = kv_capacity(lay, kv, want or 1, block, batched, self.v0, plan.pp)
+            return fit, tokens, conc
+        bpt = self.bytes_per_token(plan)
+        if not bpt:
+            if self.obs.fit_len is not None and plan == self.plan0:
+                return self.obs.fit_len.value, self.obs.fit_len.value, None
+            return None, 0, None
+        tokens = int(max(0.0, kv) * GIB // bpt) // 16 * 16
+        return tokens, tokens, (tokens / want if want else None)
+
+
+def supports_free_check(version: tuple[int, int, int]) -> bool:
+    """vLLM >= 0.11 refuses to start when free memory is below total x utilization."""
+    return version >= (0, 11, 0)

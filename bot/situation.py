@@ -1,0 +1,318 @@
+"""The situation a paste describes, read once: engine and fork, version, GPUs, model, the user's real
+command and the settings in force.  Every value carries its source (your log, your words, catalog,
+estimated, computed, default) so replies can say where each number came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import re2
+
+from bot.detector import Detection, Finding
+from bot.gpu_mentions import gpu_mentions
+from bot.shell import Command, find_command
+from calculator.catalog import GPU
+from calculator.plan import Sourced
+from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
+from knowledge.features import Version, fork_of, parse_version, version_hints
+
+# flag spellings per engine setting: (setting, engine, spellings); the first spelling is written
+SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "vllm": {
+        "max_len": ("--max-model-len", "--max_model_len"),
+        "util": ("--gpu-memory-utilization", "--gpu_memory_utilization"),
+        "kv_dtype": ("--kv-cache-dtype",),
+        "tp": ("--tensor-parallel-size", "-tp"),
+        "pp": ("--pipeline-parallel-size", "-pp"),
+        "max_seqs": ("--max-num-seqs",),
+        "batched_tokens": ("--max-num-batched-tokens",),
+        "eager": ("--enforce-eager",),
+        "model": ("--model",),
+        "quantization": ("--quantization", "-q"),
+        "dtype": ("--dtype",),
+    },
+    "llama.cpp": {
+        "max_len": ("-c", "--ctx-size"),
+        "cache_type_k": ("-ctk", "--cache-type-k"),
+        "cache_type_v": ("-ctv", "--cache-type-v"),
+        "flash_attn": ("-fa", "--flash-attn"),
+        "gpu_layers": ("-ngl", "--n-gpu-layers", "--gpu-layers"),
+        "parallel": ("-np", "--parallel"),
+        "ubatch": ("-ub", "--ubatch-size"),
+        "model": ("-m", "--model"),
+        "no_kv_offload": ("-nkvo", "--no-kv-offload"),
+    },
+    "sglang": {
+        "max_len": ("--context-length",),
+        "util": ("--mem-fraction-static",),
+        "kv_dtype": ("--kv-cache-dtype",),
+        "tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
+        "max_seqs": ("--max-running-requests",),
+        "model": ("--model-path", "--model"),
+    },
+    "tgi": {
+        "max_len": ("--max-total-tokens",),
+        "model": ("--model-id",),
+        "tp": ("--num-shard",),
+    },
+}
+# the detector's context fields (log) for each setting, by engine
+CONTEXT_FIELDS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "max_len": "max_model_len", "util": "gpu_memory_utilization", "kv_dtype": "kv_cache_dtype",
+        "tp": "tp", "pp": "pp", "max_seqs": "max_num_seqs", "batched_tokens": "max_num_batched_tokens",
+        "eager": "enforce_eager", "quantization": "quantization", "dtype": "dtype",
+    },
+    "llama.cpp": {
+        "max_len": "n_ctx", "cache_type_k": "cache_type_k", "cache_type_v": "cache_type_v",
+        "flash_attn": "flash_attn", "gpu_layers": "n_gpu_layers", "parallel": "n_parallel",
+    },
+    "ollama": {"max_len": "n_ctx", "parallel": "n_parallel", "cache_type_k": "cache_type_k"},
+    "sglang": {"max_len": "context_length", "util": "mem_fraction_static", "max_seqs": "max_running_requests",
+               "tp": "tp", "kv_dtype": "kv_cache_dtype"},
+    "tgi": {"max_len": "max_total_tokens"},
+}  # fmt: skip
+
+
+@dataclass
+class Gpus:
+    count: Sourced | None = None
+    name: Sourced | None = None
+    per_device_gib: Sourced | None = None  # what the engine sees as total on one device
+    gpu: GPU | None = None  # the catalog entry
+    note: str = ""
+
+    @property
+    def n(self) -> int:
+        return int(self.count.value) if self.count else 1
+
+
+@dataclass
+class Situation:
+    root: Finding
+    engine: str
+    fork: str | None
+    version: Version | None
+    version_src: Sourced | None
+    command: Command | None
+    gpus: Gpus
+    model_name: str | None
+    model: ModelMatch | None
+    settings: dict[str, Sourced]
+    params: dict[str, Any]
+    context: dict[str, Any]
+    text: str
+    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def interface(self) -> str:
+        return self.command.interface if self.command else "cli"
+
+    def setting(self, name: str) -> Any:
+        s = self.settings.get(name)
+        return s.value if s else None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A number the paste printed (any finding's capture, then the context)."""
+        if name in self.params:
+            return self.params[name]
+        return self.context.get(name, default)
+
+
+def _version(
+    detection: Detection, root: Finding, engine: str, text: str
+) -> tuple[Version | None, Sourced | None]:
+    printed = detection.context.get("engine_version")
+    v = parse_version(str(printed)) if printed else None
+    if v is not None:
+        return v, Sourced(str(printed), "log", "printed in your log")
+    for marker in version_hints(engine, text):
+        bound = marker.since or marker.until
+        op = ">=" if marker.since else "<"
+        v = parse_version(marker.since) if marker.since else _before(parse_version(marker.until))
+        return v, Sourced(f"{op}{bound}", "estimated", f"from {marker.how}")
+    if root.versions:
+        bound = root.versions.lstrip("<>=")
+        v = parse_version(bound)
+        if root.versions.startswith("<") and not root.versions.startswith("<="):
+            v = _before(v)
+        return v, Sourced(root.versions, "estimated", "from the error's wording")
+    return None, None
+
+
+def _before(v: Version | None) -> Version | None:
+    if v is None:
+        return None
+    major, minor, _patch = v
+    return (major, max(0, minor - 1), 99) if minor else (max(0, major - 1), 99, 99)
+
+
+def _engine_of(detection: Detection, root: Finding, command: Command | None) -> str:
+    if root.engine in ("custom", "pytorch") and command is not None:
+        return command.engine
+    return root.engine
+
+
+def _read_gpus(detection: Detection, text: str) -> Gpus:
+    ctx = detection.context
+    gpus = Gpus()
+    name = ctx.get("gpu")
+    mentions = gpu_mentions(text)
+    if name:
+        gpus.name = Sourced(str(name), "log")
+    for m in mentions:
+        if gpus.name is None and m.name:
+            gpus.name = Sourced(m.name, "user" if m.where == "your words" else "log", m.where)
+        if gpus.count is None and m.count:
+            gpus.count = Sourced(m.count, "user" if m.where == "your words" else "log", m.where)
+        if gpus.per_device_gib is None and m.memory_gib and m.where == "nvidia-smi":
+            gpus.per_device_gib = Sourced(round(m.memory_gib, 2), "log", "nvidia-smi")
+    if ctx.get("gpu_count"):
+        gpus.count = Sourced(int(ctx.get("gpu_count")), "log")
+    if ctx.get("gpu_total_gib"):
+        gpus.per_device_gib = Sourced(float(ctx.get("gpu_total_gib")), "log")
+    if gpus.name is not None:
+        query = str(gpus.name.value)
+        size = next((m.memory_gib for m in mentions if m.where == "your words" and m.memory_gib), None)
+        gpus.gpu, gpus.note = _resolve_gpu(query, size)
+    if gpus.per_device_gib is None and gpus.gpu is not None:
+        gpus.per_device_gib = Sourced(round(gpus.gpu.total_gib, 2), "catalog", gpus.gpu.name)
+    return gpus
+
+
+def _resolve_gpu(query: str, size_gb: float | None) -> tuple[GPU | None, str]:
+    for q in ([f"{query} {int(size_gb)}gb"] if size_gb else []) + [query]:
+        try:
+            return resolve_gpu(q), ""
+        except NameNotFound as exc:
+            if exc.ambiguous and exc.candidates:
+                note = f"{query} could be {', '.join(exc.candidates[:3])}: the numbers assume nothing about which"
+                last = note
+                continue
+            last = f"the GPU {query} is not in my catalog"
+    return None, last
+
+
+_QUANT_SUFFIX = re2.compile(
+    r"(?i)[-_.](?:i?q[0-9]_[a-z0-9_]+|f16|bf16|fp16|f32|q8_0|mxfp4|awq|gptq(?:-int[48])?|fp8(?:-dynamic)?|nvfp4)$"
+)
+
+
+def model_query(name: str) -> str:
+    """A path names its model by its last component (``/data/qwen/Qwen1.5-32B-Chat-AWQ``,
+    ``models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf``); file extensions are dropped."""
+    name = name.strip().strip("\"'").rstrip("/\\")
+    if ("/" in name and (name.startswith(("/", ".", "~")) or name.count("/") > 1)) or "\\" in name:
+        name = name.replace("\\", "/").split("/")[-1]
+    for ext in (".gguf", ".bin", ".safetensors"):
+        name = name.removesuffix(ext)
+    return name
+
+
+def resolve_pasted_model(name: str) -> ModelMatch:
+    """The catalog entry for a name from a paste; Ollama blob paths name no model."""
+    if "/blobs/sha256-" in name or name.startswith("sha256-"):
+        raise NameNotFound("model", name, [])
+    query = model_query(name)
+    for candidate in (query, _QUANT_SUFFIX.sub("", query)):
+        try:
+            return resolve_model(candidate)
+        except NameNotFound:
+            continue
+    raise NameNotFound("model", query, [])
+
+
+def _model(name: str | None, notes: list[str]) -> ModelMatch | None:
+    if not name:
+        return None
+    try:
+        return resolve_pasted_model(name)
+    except NameNotFound:
+        notes.append(f"the model {name} is not in my catalog; its numbers come from your log only")
+        return None
+
+
+def _settings(engine: str, command: Command | None, context: dict[str, Any]) -> dict[str, Sourced]:
+    out: dict[str, Sourced] = {}
+    for setting, field_name in CONTEXT_FIELDS.get(engine, {}).items():
+        if context.get(field_name) is not None:
+            out[setting] = Sourced(context[field_name], "log")
+    if command is not None and command.engine == engine:
+        for setting, spellings in SETTING_FLAGS.get(engine, {}).items():
+            raw = command.flag(*spellings)
+            if raw is None:
+                continue
+            value = _setting_value(setting, raw)
+            if value is not None:
+                out[setting] = Sourced(value, "user", "your command")
+    return out
+
+
+def _setting_value(setting: str, raw: str) -> Any:
+    if setting in ("eager", "no_kv_offload"):
+        return raw == "" or raw.lower() in ("1", "true", "on")
+    if setting in ("max_len", "tp", "pp", "max_seqs", "batched_tokens", "gpu_layers", "parallel", "ubatch"):
+        num = raw.lower().removesuffix("k")
+        if not num.isdigit():
+            return None
+        value = int(num) * (1024 if raw.lower().endswith("k") else 1)
+        return value if 0 < value < 1 << 27 else None
+    if setting == "util":
+        try:
+            value = float(raw)
+        except ValueError:
+            return None
+        return value if 0 < value <= 1 else None
+    return raw
+
+
+def read(detection: Detection, root: Finding) -> Situation:
+    text = detection.normalized.views[0].text
+    command = find_command(text)
+    engine = _engine_of(detection, root, command)
+    notes: list[str] = []
+    context = dict(detection.context.fields)
+    params: dict[str, Any] = dict(root.params)
+    for f in detection.findings:
+        for k, v in f.params.items():
+            params.setdefault(k, v)
+    model_name = context.get("model")
+    if command is not None and command.engine == engine:
+        spelled = command.flag(*SETTING_FLAGS.get(engine, {}).get("model", ("--model",)))
+        positional = _positional_model(command)
+        model_name = spelled or positional or model_name
+    model = _model(str(model_name) if model_name else None, notes)
+    version, version_src = _version(detection, root, engine, text)
+    gpus = _read_gpus(detection, text)
+    if gpus.note:
+        notes.append(gpus.note)
+    return Situation(
+        root=root,
+        engine=engine,
+        fork=fork_of(engine, text),
+        version=version,
+        version_src=version_src,
+        command=command if command is not None and command.engine == engine else None,
+        gpus=gpus,
+        model_name=str(model_name) if model_name else None,
+        model=model,
+        settings=_settings(engine, command, context),
+        params=params,
+        context=context,
+        text=text,
+        notes=notes,
+        findings=list(detection.findings),
+    )
+
+
+def _positional_model(command: Command) -> str | None:
+    if command.interface == "python":
+        value = command.kwargs.get("model")
+        return str(value) if value else None
+    argv = command.argv
+    if len(argv) >= 3 and argv[1] in ("serve", "run") and not argv[2].startswith("-"):
+        return argv[2]
+    return None

@@ -1,0 +1,133 @@
+"""Features by engine version (knowledge/features.yaml): when each flag, default and behaviour
+appeared or went away, markers that date a paste, and forks that diverge.
+
+``supports(engine, version, feature)`` answers True/False for a known version and None when the
+version is unknown (the caller decides what an unknown version means and says so).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import re2
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Version = tuple[int, int, int]
+_FILE = Path(__file__).with_name("features.yaml")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def parse_version(text: str | None) -> Version | None:
+    """``0.10.1.post1`` → (0, 10, 1); llama.cpp ``b6325`` / ``6325 (abc)`` → (0, 6325, 0)."""
+    if not text:
+        return None
+    text = str(text).strip()
+    m = re2.match(r"^b?([0-9]{3,6})(?:\s|$|\s*\()", text)
+    if m:
+        return (0, int(m.group(1)), 0)
+    m = re2.search(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", text)
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_version(v: str | None) -> str | None:
+    if v is not None and parse_version(v) is None:
+        raise ValueError(f"not a version: {v!r}")
+    return v
+
+
+class Feature(_Strict):
+    id: str = Field(pattern=r"^[a-z.]+\.[a-z0-9_]+$")
+    engine: str
+    since: str | None = None
+    until: str | None = None
+    forks: dict[str, bool] = {}
+    source: str = Field(min_length=10)
+
+    _versions = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
+
+    def holds(self, version: Version, fork: str | None = None) -> bool:
+        if fork and fork in self.forks:
+            return self.forks[fork]
+        since = parse_version(self.since)
+        until = parse_version(self.until)
+        return (since is None or version >= since) and (until is None or version < until)
+
+
+class Marker(_Strict):
+    engine: str
+    pattern: str
+    since: str | None = None
+    until: str | None = None
+    how: str
+    source: str
+
+    _versions = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, p: str) -> str:
+        re2.compile(p)
+        return p
+
+
+class Fork(_Strict):
+    engine: str
+    fork: str
+    pattern: str
+
+
+class FeatureFile(_Strict):
+    features: list[Feature]
+    markers: list[Marker] = []
+    forks: list[Fork] = []
+
+
+@cache
+def feature_table() -> FeatureFile:
+    return FeatureFile.model_validate(yaml.load(_FILE.read_text(encoding="utf-8"), Loader=_Loader))
+
+
+@cache
+def _by_id() -> dict[str, Feature]:
+    return {f.id: f for f in feature_table().features}
+
+
+def feature(feature_id: str) -> Feature:
+    try:
+        return _by_id()[feature_id]
+    except KeyError:
+        raise KeyError(f"unknown feature {feature_id!r}") from None
+
+
+def supports(version: Version | None, feature_id: str, fork: str | None = None) -> bool | None:
+    f = feature(feature_id)
+    if fork and fork in f.forks:
+        return f.forks[fork]
+    if version is None:
+        return None
+    return f.holds(version, fork)
+
+
+@cache
+def _compiled_markers() -> list[tuple[Marker, re2._Regexp]]:
+    return [(m, re2.compile(m.pattern)) for m in feature_table().markers]
+
+
+def version_hints(engine: str, text: str) -> list[Marker]:
+    """Markers of ``engine`` that match the paste."""
+    return [m for m, rx in _compiled_markers() if m.engine == engine and rx.search(text)]
+
+
+def fork_of(engine: str, text: str) -> str | None:
+    for f in feature_table().forks:
+        if f.engine == engine and re2.search(f.pattern, text):
+            return f.fork
+    return None

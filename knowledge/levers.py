@@ -1,0 +1,87 @@
+"""The lever catalog (knowledge/levers.yaml): what each fix changes, how it is spelled per engine,
+what it needs and what it costs."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from knowledge.features import feature
+
+_FILE = Path(__file__).with_name("levers.yaml")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+Knob = Literal[
+    "max_len", "kv_dtype", "util", "eager", "cudagraph_estimate", "tp", "pp", "max_seqs",
+    "batched_tokens", "kv_cache_gib", "gpu_layers", "cpu_moe", "kv_offload", "flash_attn", "none",
+]  # fmt: skip
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Spelling(_Strict):
+    flag: str | None = None
+    env: str | None = None
+    param: str | None = None
+    value: str | None = Field(default=None, description="a fixed value; None: the knob's value")
+    also: dict[str, str] = {}
+    requires: list[str] = []
+    hardware: Literal["fp8_kv", "flash_attn", "bf16"] | None = None
+    needs_flash_attn: bool = False
+
+    @model_validator(mode="after")
+    def _features_exist(self) -> Spelling:
+        for f in self.requires:
+            feature(f)  # raises on an unknown id
+        return self
+
+
+class Lever(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    remedies: list[str] = Field(min_length=1)
+    knob: Knob
+    change: str
+    cost: str
+    engines: dict[str, Spelling] = {}
+    command: str | None = None  # a diagnostic command (advice levers)
+
+
+class LeverFile(_Strict):
+    levers: list[Lever]
+
+    @model_validator(mode="after")
+    def _unique(self) -> LeverFile:
+        seen: dict[str, str] = {}
+        for lever in self.levers:
+            for r in lever.remedies:
+                if r in seen:
+                    raise ValueError(f"remedy {r!r} is claimed by both {seen[r]} and {lever.id}")
+                seen[r] = lever.id
+        return self
+
+
+@cache
+def levers() -> LeverFile:
+    return LeverFile.model_validate(yaml.load(_FILE.read_text(encoding="utf-8"), Loader=_Loader))
+
+
+@cache
+def _by_remedy() -> dict[str, Lever]:
+    return {r: lever for lever in levers().levers for r in lever.remedies}
+
+
+def lever_for(remedy: str) -> Lever | None:
+    return _by_remedy().get(remedy)
+
+
+def lever(lever_id: str) -> Lever:
+    for candidate in levers().levers:
+        if candidate.id == lever_id:
+            return candidate
+    raise KeyError(f"unknown lever {lever_id!r}")
