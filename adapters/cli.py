@@ -1,7 +1,7 @@
 """``gpu-garden``: the terminal adapter and the command-line entry point.
 
 gpu-garden                      the bot in this terminal (paste, then an empty line or Ctrl-D)
-gpu-garden triage FILE|- [--json] [--brief]
+gpu-garden triage FILE|- [--json] [--brief] [--full]
 gpu-garden vram --gpu G --model M [...] [--json]
 """
 
@@ -89,8 +89,15 @@ def triage_json(bot: GardenBot, text: str) -> dict:
         fixes = []
         if i == 0 and reply is not None:
             fixes = [
-                {"engine": x.engine, "command": x.command, "effect": x.effect, "cost": x.cost}
-                for x in reply.fixes
+                {
+                    "engine": x.engine,
+                    "change": x.change,
+                    "command": x.command,
+                    "effect": x.effect,
+                    "cost": x.cost,
+                    "verification": x.verification,
+                }
+                for x in sorted(reply.fixes, key=lambda fix: fix.rank)
             ]
         findings.append(
             {
@@ -119,7 +126,7 @@ def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         return EXIT_OK
     reply = bot.triage(paste, addressed=True)
     assert reply is not None
-    stdout.write(to_markdown(reply, brief=args.brief))
+    stdout.write(to_markdown(reply, brief=args.brief, full=args.full))
     return EXIT_OK
 
 
@@ -343,7 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("triage", help="diagnose a pasted log (files or - for stdin)")
     t.add_argument("files", nargs="*", help="log files; - or nothing reads stdin")
     t.add_argument("--json", action="store_true", help="print findings as JSON")
-    t.add_argument("--brief", action="store_true", help="title, one-line cause, top fix per engine")
+    t.add_argument("--brief", action="store_true", help="title, the key point and the fix")
+    t.add_argument(
+        "--full", action="store_true", help="everything: why, numbers with sources, memory, every fix"
+    )
     v = sub.add_parser("vram", help="does a model fit on a GPU, with what context and flags")
     v.add_argument("--model", "-m")
     v.add_argument("--gpu", "-g")

@@ -9,9 +9,7 @@ import logging
 from dataclasses import dataclass
 
 from bot.detector import Detection, Detector, default_detector
-from bot.diagnosis import diagnose
-from bot.diagnosis.common import generic
-from bot.facts import gather
+from bot.diagnosis import diagnose, fallback_reply
 from bot.message import IncomingMessage
 from bot.reply import Reply
 from bot.vram import USAGE, ModelLookup, answer, catalog_lookup
@@ -136,12 +134,7 @@ def diagnose_safely(detection: Detection) -> Reply | None:
             exc.__class__.__name__,
         )
         log.debug("diagnosis failure", exc_info=True)
-        try:
-            reply = generic(gather(detection, root))
-        except Exception:
-            reply = Reply(
-                kind="diagnosis", title=root.title, summary=root.cause_template.split("{", 1)[0].strip()
-            )
+        reply = fallback_reply(root)
         reply.signature = root.signature
         reply.category = root.category
         reply.notes.append(

@@ -5,7 +5,7 @@ The bar is plain text meant for a monospace block, so it reads the same on every
 
 from __future__ import annotations
 
-from bot.reply import MemoryPicture, Reply
+from bot.reply import Fix, MemoryPicture, Reply
 
 BAR_WIDTH = 48
 _SYMBOLS = {
@@ -81,35 +81,61 @@ def fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def to_markdown(reply: Reply, brief: bool = False) -> str:
+def _fix_lines(fix: Fix, lead: str) -> list[str]:
+    cost = f" Cost: {fix.cost}." if fix.cost else ""
+    return [f"{lead} {fix.change}: {fix.effect}.{cost}", fence(fix.command, "bash")]
+
+
+def _one_line(fix: Fix) -> str:
+    command = fix.command if "\n" not in fix.command else fix.command.replace("\n", " ; ")
+    return f"- on {ENGINE_LABEL.get(fix.engine, fix.engine)}: `{command}` ({fix.effect})"
+
+
+def to_markdown(reply: Reply, brief: bool = False, full: bool = False) -> str:
+    """The chat-sized reply (the key point, the fix, two alternatives, other engines in a line each);
+    ``full``: everything (why, numbers with sources, memory bar, every fix with its prediction)."""
+    if full or reply.kind != "diagnosis":
+        return _full(reply)
     out: list[str] = [f"## {reply.title}"]
     if reply.summary:
-        out += [
-            "",
-            reply.summary if not brief else (reply.short or reply.summary.split(". ")[0].rstrip(".") + "."),
-        ]
-    if not brief:
+        out += ["", reply.short if brief and reply.short else reply.summary]
+    own, others = reply.chat_fixes()
+    for i, fix in enumerate(own[: 1 if brief else 3]):
+        out += ["", *_fix_lines(fix, "**Fix:**" if i == 0 else "**Or:**")]
+    if others and not brief:
+        out += ["", "Same model elsewhere:"] + [_one_line(f) for f in others]
+    if not own and not brief:
         for section in reply.sections:
-            out += ["", f"**{section.heading}**"]
-            if section.body:
-                out += [fence(section.body) if section.code else section.body]
-            for fact in section.facts:
-                out.append(
-                    f"- {fact.label}: **{fact.value}** _({SOURCE_LABEL.get(fact.source, fact.source)})_"
-                )
-        if reply.memory is not None:
-            out += ["", fence(memory_bar(reply.memory))]
+            if section.heading.startswith("Hardware") or section.heading == "What to do":
+                out += ["", f"**{section.heading}**", section.body]
+    if reply.notes and not brief:
+        out += [""] + [f"_{note}_" for note in reply.notes[-3:]]
+    return "\n".join(out).strip() + "\n"
+
+
+def _full(reply: Reply) -> str:
+    out: list[str] = [f"## {reply.title}"]
+    if reply.summary:
+        out += ["", reply.summary]
+    for section in reply.sections:
+        out += ["", f"**{section.heading}**"]
+        if section.body:
+            out += [fence(section.body) if section.code else section.body]
+        for fact in section.facts:
+            out.append(f"- {fact.label}: **{fact.value}** _({SOURCE_LABEL.get(fact.source, fact.source)})_")
+    if reply.memory is not None:
+        out += ["", fence(memory_bar(reply.memory))]
     grouped = reply.fixes_by_engine()
     if grouped:
-        out += ["", "**Fixes**" if not brief else "**Top fix per engine**"]
+        out += ["", "**Fixes**"]
         for engine, fixes in grouped.items():
-            shown = fixes[:1] if brief else fixes
             out += ["", f"_{ENGINE_LABEL.get(engine, engine)}_"]
-            for fix in shown:
-                cost = f" Cost: {fix.cost}." if fix.cost else ""
-                out.append(f"- {fix.change}: {fix.effect}.{cost}")
-                out.append(fence(fix.command, "bash"))
-    if reply.notes and not brief:
+            for fix in fixes:
+                out += _fix_lines(fix, "-")
+                if fix.verification:
+                    checked = ", ".join(f"{k} {v}" for k, v in fix.verification.items())
+                    out.append(f"  _checked on the budget: {checked}_")
+    if reply.notes:
         out += ["", "**Assumptions**"]
         out += [f"- {note}" for note in reply.notes]
     return "\n".join(out).strip() + "\n"

@@ -30,6 +30,7 @@ class Fix:
     effect: str  # what it buys
     cost: str = ""  # its price (latency, quality, money)
     rank: int = 0  # lower = try first
+    verification: dict = field(default_factory=dict)  # what the budget predicts for this command
 
 
 @dataclass
@@ -67,6 +68,17 @@ class Reply:
     signature: str | None = None
     category: str | None = None
     data: dict = field(default_factory=dict)  # machine-readable payload for --json
+    engine: str | None = None  # the paste's engine: its fixes come first
+
+    def chat_fixes(self) -> tuple[list[Fix], list[Fix]]:
+        """(the fix and at most two alternatives for the paste's engine, one fix per other engine)."""
+        ranked = sorted(self.fixes, key=lambda f: f.rank)
+        own = [f for f in ranked if f.engine in (self.engine, "any", None) or self.engine is None]
+        others: dict[str, Fix] = {}
+        for f in ranked:
+            if f not in own:
+                others.setdefault(f.engine, f)
+        return own[:3], list(others.values())
 
     def fixes_by_engine(self) -> dict[str, list[Fix]]:
         grouped: dict[str, list[Fix]] = {}

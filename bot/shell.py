@@ -48,7 +48,9 @@ ENGINE_OF_LAUNCHER = (
 )
 # flags whose value is a secret or a path to one: never copied into a fix
 SECRET_FLAGS = re2.compile(r"(?i)^--?[a-z0-9-]*(?:key|token|secret|password|passwd|auth)[a-z0-9-]*$")
-ENGINE_ENV = re2.compile(r"^(?:CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|VLLM_[A-Z0-9_]*|OLLAMA_[A-Z0-9_]*|LLAMA_ARG_[A-Z0-9_]*|SGLANG_[A-Z0-9_]*|PYTORCH_CUDA_ALLOC_CONF|NCCL_[A-Z0-9_]*)=")
+ENGINE_ENV = re2.compile(
+    r"^(?:CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|VLLM_[A-Z0-9_]*|OLLAMA_[A-Z0-9_]*|LLAMA_ARG_[A-Z0-9_]*|SGLANG_[A-Z0-9_]*|PYTORCH_CUDA_ALLOC_CONF|NCCL_[A-Z0-9_]*)="
+)
 _SECRET_ENV_NAME = re2.compile(r"(?i)(?:key|token|secret|password|passwd|auth)")
 
 
@@ -296,4 +298,7 @@ def render(
             argv += [flag] if value == "" else [flag, value]
     env = [e for e in render_env(command.env) if e.split("=", 1)[0] not in (env_changes or {})]
     env += [f"{k}={v}" for k, v in (env_changes or {}).items()]
-    return " ".join([*env, shlex.join(argv)]) if env else shlex.join(argv)
+    line = shlex.join(argv)
+    for placeholder in ("<model>", "<model>.gguf"):
+        line = line.replace(shlex.quote(placeholder), placeholder)  # placeholders are for a person to fill
+    return " ".join([*env, line]) if env else line

@@ -360,20 +360,43 @@ class VllmEstimate:
         ]
         if plan.kv_cache_gib is not None:
             return plan.kv_cache_gib, terms
-        if total is None:
-            return None, terms
-        if self.obs.kv_cache_gib is not None:
+        anchor = self.anchor_kv()
+        if anchor is not None:
             base = [t for t in (self.weights(self.plan0), self.non_torch(self.plan0), self.activation(self.plan0), self.graphs(self.plan0)) if t]  # fmt: skip
             util0 = self.plan0.util or self.default_util()
-            delta = total * (util - util0) - (sum(t.gib for t in terms) - sum(t.gib for t in base))
-            return self.obs.kv_cache_gib.value + delta, terms
+            if util != util0 and total is None:
+                return None, terms  # a new utilization needs the card's total
+            delta = (total or 0.0) * (util - util0) - (sum(t.gib for t in terms) - sum(t.gib for t in base))
+            return anchor + delta, terms
+        if total is None:
+            return None, terms
         if len(terms) < 4:  # weights or activations unknown
             return None, terms
         return total * util - sum(t.gib for t in terms), terms
 
+    def anchor_kv(self) -> float | None:
+        """The KV budget the log shows for the plan in force: printed, or its token capacity times the
+        model's bytes per token."""
+        if self.obs.kv_cache_gib is not None:
+            return float(self.obs.kv_cache_gib.value)
+        if self.obs.fit_len is not None and self.model is not None:
+            bpt = vllm_layout(
+                self.model, self.plan0.kv_dtype, self.plan0.tp, self.plan0.pp
+            ).all_attention_bytes_per_token
+            return float(self.obs.fit_len.value) * bpt / GIB
+        return None
+
     def evaluate(self, plan: Plan) -> Outcome | None:
         kv, terms = self.kv_gib(plan)
         want = self.max_len(plan)
+        if (
+            kv is None
+            and self.obs.fit_len is not None
+            and plan.with_(max_len=self.plan0.max_len) == self.plan0
+        ):
+            fit = int(self.obs.fit_len.value)
+            starts = want is None or fit >= want
+            return Outcome(starts, fit, 0.0, fit, terms, self.total(), None, "" if starts else "too long")
         if kv is None:
             return None
         total = self.total()
@@ -407,8 +430,8 @@ class VllmEstimate:
             _blocks, tokens, fit, conc = kv_capacity(lay, kv, want or 1, block, batched, self.v0, plan.pp)
             return fit, tokens, conc
         bpt = self.bytes_per_token(plan)
-        if not bpt:
-            if self.obs.fit_len is not None and plan == self.plan0:
+        if not bpt:  # only the logged capacity: it holds for any plan that changes nothing but the length
+            if self.obs.fit_len is not None and plan.with_(max_len=self.plan0.max_len) == self.plan0:
                 return self.obs.fit_len.value, self.obs.fit_len.value, None
             return None, 0, None
         tokens = int(max(0.0, kv) * GIB // bpt) // 16 * 16

@@ -84,10 +84,17 @@ class Fork(_Strict):
     pattern: str
 
 
+class QuantMinimum(_Strict):
+    release: str
+    source: str
+    methods: dict[str, int]
+
+
 class FeatureFile(_Strict):
     features: list[Feature]
     markers: list[Marker] = []
     forks: list[Fork] = []
+    quant_min_capability: list[QuantMinimum] = []
 
 
 @cache
@@ -131,3 +138,15 @@ def fork_of(engine: str, text: str) -> str | None:
         if f.engine == engine and re2.search(f.pattern, text):
             return f.fork
     return None
+
+
+def quant_min_capability(method: str, version: Version | None) -> float | None:
+    """The compute capability ``method`` needs in the newest listed release not after ``version``."""
+    found = None
+    for entry in sorted(
+        feature_table().quant_min_capability, key=lambda e: parse_version(e.release) or (0, 0, 0)
+    ):
+        release = parse_version(entry.release)
+        if (version is None or (release is not None and release <= version)) and method in entry.methods:
+            found = entry.methods[method] / 10
+    return found

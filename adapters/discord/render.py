@@ -127,7 +127,29 @@ def _short_cause(reply: Reply) -> str:
     return first + "." if first else ""
 
 
+def _chat_fields(reply: Reply, brief: bool) -> list[tuple[str, str]]:
+    """A diagnosis as chat: the fix, at most two alternatives, other engines in a line each."""
+    own, others = reply.chat_fixes()
+    fields: list[tuple[str, str]] = []
+    for i, fix in enumerate(own[: 1 if brief else 3]):
+        fields += _pack("Fix" if i == 0 else "Or", [_fix_block(fix)])
+    if others and not brief:
+        lines = [
+            f"on {ENGINE_LABEL.get(f.engine, f.engine)}: {code_block(f.command, 'bash')}" for f in others
+        ]
+        fields += _pack("Same model elsewhere", lines)
+    if not own and not brief:
+        for section in reply.sections:
+            if section.heading.startswith("Hardware") or section.heading == "What to do":
+                fields += _pack(inline(section.heading), [inline(section.body)])
+    if reply.notes and not brief:
+        fields += _pack("Note", [f"- {inline(n)}" for n in reply.notes[-3:]])
+    return fields
+
+
 def _fields(reply: Reply, brief: bool) -> list[tuple[str, str]]:
+    if reply.kind == "diagnosis":
+        return _chat_fields(reply, brief)
     fields: list[tuple[str, str]] = []
     if not brief:
         for section in reply.sections:
@@ -174,7 +196,7 @@ def _description(reply: Reply, brief: bool) -> str:
     summary = _short_cause(reply) if brief else reply.summary
     if summary:
         parts.append(inline(summary))
-    if reply.memory is not None and not brief:
+    if reply.memory is not None and not brief and reply.kind != "diagnosis":
         parts.append(code_block(memory_bar(reply.memory)))
     return "\n".join(parts)
 
@@ -203,7 +225,7 @@ def short_layout(reply: Reply) -> list[discord.Embed]:
 
 
 def full_markdown(reply: Reply) -> bytes:
-    data = clean(to_markdown(reply)).encode("utf-8")
+    data = clean(to_markdown(reply, full=True)).encode("utf-8")
     if len(data) > FULL_FILE_MAX:
         data = (
             data[:FULL_FILE_MAX].decode("utf-8", "ignore").encode() + b"\n\n[cut: the reply was too long]\n"

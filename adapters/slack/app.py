@@ -340,7 +340,7 @@ class SlackBridge:
             log.warning("slack refused the blocks (%s); sending text and a file", exc.response.get("error"))
             plain = Rendered(rendered.text + "\n(The full answer is in the attached file.)", [])
             resp = await self._post(msg.channel_id, thread_ts, plain)
-            overflow = rendered.overflow or to_markdown(reply)
+            overflow = rendered.overflow or to_markdown(reply, full=True)
         reply_ts = resp.get("ts")
         await self.service.remember_reply(msg, reply_ts, reply)
         if overflow:

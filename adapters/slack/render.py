@@ -126,7 +126,34 @@ def _fix_pieces(fix: Fix) -> list[str]:
     return [f"• {escape(fix.change)}: {escape(fix.effect)}.{cost}", code_block(fix.command)]
 
 
+def _chat_blocks(reply: Reply, brief: bool) -> list[dict]:
+    """A diagnosis as chat: the key point, the fix, at most two alternatives, other engines a line each."""
+    blocks: list[dict] = [section(cut(f"*{escape(reply.title)}*", SECTION_MAX))]
+    if reply.summary:
+        blocks += [section(t) for t in pack([escape(short_line(reply) if brief else reply.summary)])]
+    own, others = reply.chat_fixes()
+    for i, fix in enumerate(own[: 1 if brief else 3]):
+        lead = "*Fix:*" if i == 0 else "*Or:*"
+        pieces = _fix_pieces(fix)
+        blocks += [section(t) for t in pack([f"{lead} {pieces[0].removeprefix('• ')}", pieces[1]])]
+    if others and not brief:
+        lines = ["*Same model elsewhere*"]
+        lines += [
+            f"• on {escape(ENGINE_LABEL.get(f.engine, f.engine))}: {code_block(f.command)}" for f in others
+        ]
+        blocks += [section(t) for t in pack(lines)]
+    if not own and not brief:
+        for sec in reply.sections:
+            if sec.heading.startswith("Hardware") or sec.heading == "What to do":
+                blocks += [section(t) for t in pack([f"*{escape(sec.heading)}*", escape(sec.body)])]
+    if reply.notes and not brief:
+        blocks += [section(t) for t in pack([f"_{escape(n)}_" for n in reply.notes[-3:]])]
+    return blocks
+
+
 def _content_blocks(reply: Reply, brief: bool) -> list[dict]:
+    if reply.kind == "diagnosis":
+        return _chat_blocks(reply, brief)
     blocks: list[dict] = [section(cut(f"*{escape(reply.title)}*", SECTION_MAX))]
     if reply.summary:
         summary = short_line(reply) if brief else reply.summary
@@ -220,7 +247,7 @@ def render_reply(
             note,
             *tail,
         ]
-    return Rendered(text, blocks, overflow=to_markdown(reply) if can_attach else None)
+    return Rendered(text, blocks, overflow=to_markdown(reply, full=True) if can_attach else None)
 
 
 def render_notice(text: str) -> Rendered:

@@ -1,58 +1,92 @@
-"""Turn a detection into the reply a senior inference engineer would write.
+"""Turn a detection into a reply through a few generic diagnoses, chosen by the signature's form.
 
-One small module per family of errors (thefuck-style rules).  Each module in this package exposes
-``RULES: dict[str, Rule]`` whose keys are a category (``"gpu_oom"``) or a category for one engine
-(``"kv_cache_too_small@tgi"``).  Lookup order for a finding: ``category@engine``, ``category``, then the
-generic fallback (the signature's own cause).  A rule gets :class:`bot.facts.PasteFacts` — the root
-finding, every number the paste printed, the context (model, GPU, flags, command line, version) and the
-catalog entries they resolve to — and returns a :class:`bot.reply.Reply`.
+detect → read the situation (bot.situation) → the form for the root finding's category (or the
+signature's own ``form``) → a neutral Reply whose fixes were each recomputed on the engine's budget.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
-from functools import cache
 
-from bot.detector import Detection
-from bot.diagnosis.common import generic
-from bot.facts import PasteFacts, gather
+from bot.detector import Detection, Finding
+from bot.diagnosis.advice import advice
+from bot.diagnosis.capability import capability_below
+from bot.diagnosis.capacity import capacity_short
+from bot.diagnosis.constraint import constraint_violated
+from bot.diagnosis.over import budget_over
+from bot.diagnosis.report import report
+from bot.diagnosis.wrapper import wrapper
 from bot.reply import Reply
+from bot.situation import Situation, read
 
-Rule = Callable[[PasteFacts], Reply]
+Form = Callable[[Situation], Reply]
+
+FORM_OF_CATEGORY: dict[str, str] = {
+    "kv_cache_too_small": "capacity_short",
+    "kv_alloc_failed": "capacity_short",
+    "context_exceeded": "capacity_short",
+    "batched_tokens_too_small": "capacity_short",
+    "no_kv_memory": "budget_over",
+    "gpu_oom": "budget_over",
+    "host_memory": "budget_over",
+    "gpu_memory_in_use": "budget_over",
+    "dtype_unsupported": "capability_below",
+    "quantization_unsupported": "capability_below",
+    "gpu_unsupported": "capability_below",
+    "kv_quant_needs_flash_attn": "capability_below",
+    "tp_divisibility": "constraint_violated",
+    "max_len_exceeds_model": "constraint_violated",
+    "invalid_argument": "constraint_violated",
+    "memory_report": "report",
+    "runner_crashed": "wrapper",
+}
+FORMS: dict[str, Form] = {
+    "capacity_short": capacity_short,
+    "budget_over": budget_over,
+    "capability_below": capability_below,
+    "constraint_violated": constraint_violated,
+    "report": report,
+    "advice": advice,
+}
 
 
-@cache
-def rules() -> dict[str, Rule]:
-    """Every rule of every module in this package; a key claimed twice is a programming error."""
-    found: dict[str, Rule] = {}
-    owners: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for key, rule in getattr(module, "RULES", {}).items():
-            if key in found:
-                raise RuntimeError(f"diagnosis rule {key!r} defined in both {owners[key]} and {info.name}")
-            found[key] = rule
-            owners[key] = info.name
-    return found
+def form_of(category: str, declared: str | None = None) -> str:
+    return declared or FORM_OF_CATEGORY.get(category, "advice")
 
 
-def rule_for(category: str, engine: str) -> Rule:
-    table = rules()
-    return table.get(f"{category}@{engine}") or table.get(category) or generic
+def _inner(text: str, depth: int) -> Reply | None:
+    from bot.detector import detect
+
+    found = detect(text)
+    if found.root is None or found.root.category == "runner_crashed":
+        return None
+    return _diagnose(found, depth)
 
 
-def diagnose(detection: Detection) -> Reply | None:
+def _diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     root = detection.root
     if root is None:
         return None
-    facts = gather(detection, root)
-    reply = rule_for(root.category, root.engine)(facts)
-    reply.signature = root.signature
-    reply.category = root.category
-    reply.notes.extend(n for n in facts.notes if n not in reply.notes)
+    situation = read(detection, root)
+    name = form_of(root.category, getattr(root, "form", None))
+    result = wrapper(situation, _inner, depth) if name == "wrapper" else FORMS[name](situation)
+    result.signature = root.signature
+    result.category = root.category
+    result.engine = situation.engine
     others = [f for f in detection.findings[1:] if f.severity != "info"]
     if others:
-        reply.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
-    return reply
+        result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
+    return result
+
+
+def diagnose(detection: Detection) -> Reply | None:
+    return _diagnose(detection)
+
+
+def fallback_reply(root: Finding) -> Reply:
+    """The signature's own explanation, when a diagnosis failed on what the paste holds."""
+    from bot.diagnosis.parts import fill
+
+    return Reply(
+        kind="diagnosis", title=root.title, summary=fill(root.cause_template, root.params) or root.title
+    )

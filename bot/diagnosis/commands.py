@@ -1,91 +1,150 @@
-"""The user's command line: reading a flag's value and writing it back with only the fix changed."""
+"""A plan as the command the user types: their own command line (same engine only) with just the
+changed settings, or a minimal one; ``LLM(...)`` keyword arguments for vLLM's Python API; Ollama's
+environment and per-model parameters."""
 
 from __future__ import annotations
 
-import re
+from bot.shell import Command, render
+from bot.situation import Situation
+from calculator.commands import LLAMACPP_FLAGS, LLAMACPP_SWITCHES, SGLANG_FLAGS, VLLM_FLAGS, VLLM_SWITCHES
+from calculator.plan import Plan
+from calculator.units import GIB
+from knowledge.features import supports
+from knowledge.levers import Lever, levers
 
-from bot.diagnosis.gguf import gguf_file
-from bot.facts import PasteFacts
-from calculator.commands import llamacpp_command, set_flags, vllm_command
-
-TGI_FLAGS = [
-    ("--max-batch-prefill-tokens",),
-    ("--max-input-tokens", "--max-input-length"),
-    ("--max-total-tokens",),
-    ("--max-batch-total-tokens",),
-    ("--num-shard",),
-    ("--quantize",),
-    ("--cuda-memory-fraction",),
-]
-
-
-def swap_model(command: str | None, old: str | None, new: str, default: str) -> str:
-    """``command`` with the model ``old`` replaced by ``new``, else ``default`` when the command does not name it."""
-    if command and old and old in command:
-        return command.replace(old, new)
-    return default
+_GROUPS = {
+    "vllm": (VLLM_FLAGS, VLLM_SWITCHES),
+    "llama.cpp": (LLAMACPP_FLAGS, LLAMACPP_SWITCHES),
+    "sglang": (SGLANG_FLAGS, set()),
+    "tgi": ([("--max-total-tokens",), ("--max-batch-prefill-tokens",), ("--num-shard",)], set()),
+}
 
 
-def tgi_command(facts: PasteFacts, changes: dict[str, str | None]) -> str:
-    """The user's text-generation-launcher command (or a bare one) with only ``changes`` applied."""
-    base = facts.context.get("command") or (
-        f"text-generation-launcher --model-id {facts.context.get('model') or '<model>'}"
+def _lever_for_knob(knob: str, engine: str, value: object) -> Lever | None:
+    for lev in levers().levers:
+        if lev.knob != knob or engine not in lev.engines:
+            continue
+        fixed = lev.engines[engine].value
+        if knob == "max_len" and (fixed == "auto") != (value == "auto"):
+            continue
+        if knob == "util" and lev.id != "raise_util":
+            continue
+        return lev
+    return None
+
+
+def _value(knob: str, plan: Plan) -> object:
+    value = getattr(plan, knob)
+    if knob == "kv_cache_gib" and value is not None:
+        return str(int(value * GIB))
+    if knob == "util" and value is not None:
+        return f"{value:.2f}"
+    return value
+
+
+def changes_for(
+    engine: str, plan0: Plan, plan: Plan
+) -> tuple[dict[str, str | None], dict[str, str], dict[str, str]]:
+    """(flags, env, per-model params) that turn ``plan0`` into ``plan`` on ``engine``."""
+    flags: dict[str, str | None] = {}
+    env: dict[str, str] = {}
+    params: dict[str, str] = {}
+    for knob in plan.__dataclass_fields__:
+        new, old = getattr(plan, knob), getattr(plan0, knob)
+        if new == old or (knob == "parallel" and engine == "vllm"):
+            continue
+        lev = _lever_for_knob(knob, engine, new)
+        if lev is None:
+            continue
+        spelling = lev.engines[engine]
+        value = spelling.value if spelling.value is not None else _value(knob, plan)
+        text = "" if value is True else str(value)
+        if spelling.flag:
+            flags[spelling.flag] = text
+            flags.update(spelling.also)
+        elif spelling.env:
+            env[spelling.env] = text
+        if spelling.param:
+            params[spelling.param] = text
+    return flags, env, params
+
+
+def _base(situation: Situation, engine: str) -> Command:
+    if situation.command is not None and situation.command.engine == engine:
+        return situation.command
+    model = situation.model_name or (situation.model.label if situation.model else "<model>")
+    argv = {
+        "vllm": ["vllm", "serve", model],
+        "sglang": ["python", "-m", "sglang.launch_server", "--model-path", model],
+        "llama.cpp": ["llama-server", "-m", model if model.endswith(".gguf") else _gguf_name(situation)],
+        "tgi": ["text-generation-launcher", "--model-id", model],
+    }[engine]
+    return Command(engine, "cli", [], argv)
+
+
+def _gguf_name(situation: Situation) -> str:
+    """The GGUF file the llama.cpp budget assumed (the model's Q4_K_M), by its usual file name."""
+    if situation.model is None:
+        return "MODEL.gguf"
+    base = situation.model.model.id.split("/")[-1]
+    return f"{base}-Q4_K_M.gguf"
+
+
+def _flash_attn(situation: Situation, flags: dict[str, str | None]) -> None:
+    """A quantized V cache needs flash attention: ``-fa on`` where -fa takes a value, ``-fa`` before."""
+    if flags.get("-ctv") in (None, "f16", "f32", "bf16"):
+        return
+    takes_value = supports(
+        situation.version if situation.engine == "llama.cpp" else None, "llamacpp.fa_value", situation.fork
     )
-    return set_flags(base, changes, TGI_FLAGS, set())
+    flags["-fa"] = "on" if takes_value is not False else ""
 
 
-def flag_argument(command: str | None, *names: str) -> str | None:
-    """The first value written after one of ``names`` (``--flag v`` or ``--flag=v``), whatever it looks like."""
-    if not command:
+def command_for(situation: Situation, engine: str, plan0: Plan, plan: Plan) -> str | None:
+    flags, env, params = changes_for(engine, plan0, plan)
+    if not (flags or env or params):
         return None
-    alternatives = "|".join(re.escape(n) for n in names)
-    m = re.search(rf"(?:^|\s)(?:{alternatives})(?:=|\s+)(\S+)", command)
-    return m.group(1) if m else None
+    if engine == "ollama":
+        return _ollama(situation, env, params)
+    if engine == "llama.cpp":
+        _flash_attn(situation, flags)
+    groups, switches = _GROUPS[engine]
+    return render(_base(situation, engine), flags, groups, switches, env)
 
 
-def llama_cmd(facts: PasteFacts, changes: dict[str, str | None]) -> str:
-    """The user's llama.cpp command (or ``llama-server -m <the GGUF>``) with only ``changes`` applied."""
-    return llamacpp_command(facts.context.get("command"), gguf_file(facts), changes)
+def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -> str:
+    tag = _ollama_tag(situation)
+    if (
+        "OLLAMA_KV_CACHE_TYPE" in env
+        and supports(situation.version, "ollama.kv_type_needs_flash_env") is not False
+    ):
+        env = {**env, "OLLAMA_FLASH_ATTENTION": "1"}
+    lines = []
+    server_env = {k: v for k, v in env.items()}
+    if "OLLAMA_CONTEXT_LENGTH" in env:
+        params.pop("num_ctx", None)
+    if server_env:
+        lines.append(" ".join(f"{k}={v}" for k, v in server_env.items()) + " ollama serve")
+    if params:
+        lines.append(f"ollama run {tag}")
+        lines += [f">>> /set parameter {k} {v}" for k, v in params.items()]
+    elif tag != "<model>":
+        lines.append(f"ollama run {tag}")
+    return "\n".join(lines)
 
 
-def flag_value(command: str | None, *names: str) -> str | None:
-    """The value given to a flag in a command line (last one wins), ``""`` for a bare switch."""
-    if not command:
-        return None
-    tokens = command.replace("\\\n", " ").split()
-    found = None
-    for i, tok in enumerate(tokens):
-        name, _, inline = tok.partition("=")
-        if name in names:
-            if inline:
-                found = inline
-            elif i + 1 < len(tokens) and (
-                not tokens[i + 1].startswith("-") or re.fullmatch(r"-[0-9.]+", tokens[i + 1])
-            ):
-                found = tokens[i + 1]
-            else:
-                found = ""
-    return found
-
-
-def int_flag(command: str | None, *names: str) -> int | None:
-    value = flag_value(command, *names)
-    if not value:
-        return None
-    m = re.fullmatch(r"([0-9]+)([kK]?)", value)
-    if not m:
-        return None
-    return int(m.group(1)) * (1024 if m.group(2) else 1)
-
-
-def served_model_name(facts: PasteFacts) -> str | None:
-    """The model as the paste names it, else the catalog label."""
-    name = facts.context.get("model")
-    if name:
-        return str(name)
-    return facts.model.label if facts.model else None
-
-
-def vllm_cmd(facts: PasteFacts, changes: dict[str, str | None]) -> str:
-    """The user's own command (or ``vllm serve <model>``) with only ``changes`` applied."""
-    return vllm_command(facts.context.get("command"), served_model_name(facts), changes)
+def _ollama_tag(situation: Situation) -> str:
+    if (
+        situation.command is not None
+        and situation.command.engine == "ollama"
+        and len(situation.command.argv) > 2
+    ):
+        return situation.command.argv[2]
+    name = situation.model_name or ""
+    if ":" in name and "/" not in name:
+        return name
+    if situation.model is not None:
+        tag = next((v.ollama for v in situation.model.model.variants if v.ollama), None)
+        if tag:
+            return tag
+    return "<model>"

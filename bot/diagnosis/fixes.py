@@ -1,105 +1,297 @@
-"""Fixes several rules offer in the same words and with the same command; each rule supplies what it
-computed for its own paste (the effect, the cost where it differs, the rank)."""
+"""Verified fixes: every lever a signature names is applied to the engine's budget, recomputed, and
+printed only when the budget predicts the command starts and serves what the fix claims.  When one lever
+is not enough, levers are combined (fp8 KV + utilization + a context that then fits).
+"""
 
 from __future__ import annotations
 
-from bot.diagnosis.commands import llama_cmd, tgi_command
-from bot.facts import PasteFacts
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.diagnosis.budgets import Budget
+from bot.diagnosis.commands import command_for
 from bot.reply import Fix
-from calculator.commands import ollama_env_command, vllm_command
+from bot.situation import Situation
+from calculator.plan import Outcome, Plan
 from calculator.units import fmt_tokens, round_down_clean
+from knowledge.features import supports
+from knowledge.levers import Lever, lever_for
 
-NVIDIA_SMI_PROCESSES = "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
-
-
-def gpu_processes_fix(change: str, effect: str, rank: int) -> Fix:
-    """Look for what else holds the GPU (nvidia-smi's process list)."""
-    return Fix("any", change, NVIDIA_SMI_PROCESSES, effect, rank=rank)
-
-
-def shard_fix(engine: str, gpus: int, command: str, effect: str, rank: int) -> Fix:
-    return Fix(engine, f"shard over {gpus} GPUs", command, effect, f"needs {gpus} GPUs", rank=rank)
+MAX_UTIL = 0.95  # never suggest more: non-torch memory and fragmentation need the rest
+UTIL_STEP = 0.01
+MIN_CONTEXT = 256  # a context below this is not worth a command
 
 
-# ------------------------------------------------------------------------------------------ TGI
+@dataclass
+class Goal:
+    """What a fix must achieve: start, and (for capacity errors) serve ``length`` tokens."""
+
+    length: int | None = None
+    may_shorten: bool = True  # a shorter context is an acceptable fix
+    free_gib: float | None = None  # free memory the engine may ask for (utilization errors)
 
 
-def tgi_quantize_fix(facts: PasteFacts, effect: str, cost: str, rank: int) -> Fix:
-    return Fix(
-        "tgi",
-        "quantize the weights (4-bit)",
-        tgi_command(facts, {"--quantize": "bitsandbytes-nf4"}),
-        effect,
-        cost,
-        rank=rank,
-    )
+@dataclass
+class Candidate:
+    levers: list[Lever]
+    plan: Plan
+    outcome: Outcome
+    serves_goal: bool
+    extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def tgi_shard_fix(facts: PasteFacts, tp: int, effect: str, rank: int) -> Fix:
-    return shard_fix("tgi", tp * 2, tgi_command(facts, {"--num-shard": str(tp * 2)}), effect, rank)
+def _available(lever: Lever, engine: str, situation: Situation) -> bool:
+    spelling = lever.engines.get(engine)
+    if spelling is None:
+        return False
+    for feature_id in spelling.requires:
+        if supports(situation.version, feature_id, situation.fork) is False:
+            return False
+    if spelling.hardware == "fp8_kv":
+        gpu = situation.gpus.gpu
+        cc = situation.get("compute_capability")
+        if gpu is not None:
+            return gpu.fp8_kv_cache
+        return cc is None or float(cc) >= 8.9  # unknown GPU: offered with the hardware it needs
+    return True
 
 
-# ------------------------------------------------------------------------------------------ vLLM
+def _evaluate(budget: Budget, plan: Plan) -> Outcome | None:
+    try:
+        return budget.estimate.evaluate(plan)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
 
 
-def no_cuda_graphs_fix(command: str | None, model_name: str | None, effect: str, cost: str, rank: int) -> Fix:
-    return Fix(
-        "vllm",
-        "run without CUDA graphs",
-        vllm_command(command, model_name, {"--enforce-eager": ""}),
-        effect,
-        cost,
-        rank=rank,
-    )
+# -- how each knob moves a plan (one proposal per lever; None: nothing sensible to try) ---------
+def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None:
+    total = budget.estimate.total() if hasattr(budget.estimate, "total") else None
+    current = plan.util or _default_util(budget)
+    if raise_it:
+        top = MAX_UTIL
+        if goal.free_gib is not None and total:
+            top = min(top, int(goal.free_gib / total * 100) / 100)
+        steps = [round(current + UTIL_STEP * i, 2) for i in range(1, 100)]
+        for u in (s for s in steps if s <= top):
+            out = _evaluate(budget, plan.with_(util=u))
+            if out is not None and out.serves(goal.length):
+                return plan.with_(util=u)
+        return plan.with_(util=top) if top > current else None
+    if goal.free_gib is None or not total:
+        return None
+    lowered = int((goal.free_gib - 0.25) / total * 100) / 100  # 0.25 GiB for what moves at start
+    return plan.with_(util=lowered) if 0.05 <= lowered < current else None
 
 
-# ------------------------------------------------------------------------------------------ llama.cpp
+def _default_util(budget: Budget) -> float:
+    est = budget.estimate
+    return est.default_util() if hasattr(est, "default_util") else 0.9
 
 
-def q8_kv_fix(facts: PasteFacts, rank: int) -> Fix:
-    return Fix(
-        "llama.cpp",
-        "q8_0 KV cache",
-        llama_cmd(facts, {"-ctk": "q8_0", "-ctv": "q8_0", "-fa": "on"}),
-        "about half the KV cache",
-        "negligible quality loss",
-        rank=rank,
-    )
+def _tp(budget: Budget, plan: Plan, situation: Situation) -> Plan | None:
+    model = situation.model.model if situation.model else None
+    available = situation.gpus.n
+    heads = model.num_attention_heads if model else situation.get("num_attention_heads")
+    for tp in range(plan.tp + 1, min(available, 16) + 1):
+        if heads and heads % tp == 0:
+            return plan.with_(tp=tp)
+    return None
 
 
-def ubatch_256_fix(facts: PasteFacts, changes: dict[str, str | None], effect: str, rank: int) -> Fix:
-    """``-ub 256`` (``changes`` may set ``-b`` with it)."""
-    return Fix(
-        "llama.cpp",
-        "smaller micro-batch (-ub 256)",
-        llama_cmd(facts, changes),
-        effect,
-        "slower prompt processing",
-        rank=rank,
-    )
+def _layers(budget: Budget, plan: Plan, situation: Situation) -> Plan | None:
+    model = situation.model.model if situation.model else None
+    if model is None:
+        return None
+    for layers in range(model.num_hidden_layers, 0, -1):
+        candidate = plan.with_(gpu_layers=layers)
+        out = _evaluate(budget, candidate)
+        if out is not None and out.starts:
+            return candidate if layers <= model.num_hidden_layers else None
+    return None
 
 
-def half_context_fix(facts: PasteFacts, n_ctx: int, effect: str, rank: int) -> Fix:
-    new = round_down_clean(int(n_ctx) // 2)
-    return Fix(
-        "llama.cpp", f"-c {new}", llama_cmd(facts, {"-c": str(new)}), effect, "shorter prompts", rank=rank
-    )
+def _halve(value: int | None, default: int, floor: int) -> int | None:
+    current = value or default
+    return current // 2 if current // 2 >= floor else None
 
 
-# ------------------------------------------------------------------------------------------ Ollama
+def propose(lever: Lever, budget: Budget, plan: Plan, goal: Goal, situation: Situation) -> Plan | None:
+    knob = lever.knob
+    if knob == "kv_dtype":
+        target = "fp8" if budget.engine in ("vllm", "sglang") else "q8_0"
+        return plan.with_(kv_dtype=target) if plan.kv_dtype in ("auto", "f16", "bf16") else None
+    if knob == "util":
+        return _util(budget, plan, goal, raise_it=lever.id == "raise_util")
+    if knob == "eager":
+        return None if plan.eager else plan.with_(eager=True)
+    if knob == "cudagraph_estimate":
+        return plan.with_(cudagraph_estimate=False) if plan.cudagraph_estimate and not plan.eager else None
+    if knob == "tp":
+        return _tp(budget, plan, situation)
+    if knob == "max_seqs":
+        seqs = _halve(plan.max_seqs, 256, 8) if budget.engine in ("vllm", "sglang") else None
+        return plan.with_(max_seqs=seqs) if seqs else None
+    if knob == "batched_tokens" and budget.engine == "vllm":
+        tokens = _halve(plan.batched_tokens, 2048, 512)
+        return plan.with_(batched_tokens=tokens) if tokens else None
+    if knob == "gpu_layers":
+        return _layers(budget, plan, situation)
+    if knob == "kv_offload":
+        return (
+            plan.with_(kv_offload=False)
+            if plan.kv_offload and situation.get("buffer", "CUDA") != "CPU"
+            else None
+        )
+    return None
 
 
-def num_ctx_fix(
-    new_ctx: int, tag: str | None, effect: str, cost: str, rank: int, per_session: str = ""
-) -> Fix:
-    """A smaller context for every model (``OLLAMA_CONTEXT_LENGTH``); ``per_session`` labels a comment
-    that shows the ``/set parameter num_ctx`` way too."""
-    command = ollama_env_command({"OLLAMA_CONTEXT_LENGTH": str(new_ctx)}, tag)
-    if per_session:
-        command += f"\n# {per_session}: /set parameter num_ctx {new_ctx}"
-    return Fix("ollama", f"num_ctx {fmt_tokens(new_ctx)}", command, effect, cost, rank)
+def _fits(out: Outcome | None, goal: Goal) -> bool:
+    return out is not None and out.serves(goal.length)
 
 
-def one_slot_fix(change: str, tag: str | None, effect: str, cost: str, rank: int) -> Fix:
-    """One parallel slot (``OLLAMA_NUM_PARALLEL=1``): every slot has its own KV cache."""
-    return Fix("ollama", change, ollama_env_command({"OLLAMA_NUM_PARALLEL": "1"}, tag), effect, cost, rank)
+def _capped(budget: Budget, plan: Plan, out: Outcome | None, goal: Goal) -> Candidate | None:
+    """``plan`` with the context cut to what it holds (only where a shorter context is acceptable)."""
+    if out is None or not goal.may_shorten or out.fit_len < MIN_CONTEXT:
+        return None
+    length = round_down_clean(min(out.fit_len, goal.length or out.fit_len))
+    capped = plan.with_(max_len=length)
+    capped_out = _evaluate(budget, capped)
+    if capped_out is None or not capped_out.starts:
+        return None
+    from knowledge.levers import lever
+
+    return Candidate([lever("cap_context")], capped, capped_out, False)
+
+
+MIN_GAIN = 1.10  # a lever joins a combination only if it buys at least 10 % more tokens
+
+
+def _gainful(budget: Budget, plan0: Plan, single: list[tuple[Lever, Plan]]) -> list[tuple[Lever, Plan]]:
+    """Greedy, in the signature's order: keep a lever only when it adds capacity to what is kept."""
+    kept: list[tuple[Lever, Plan]] = []
+    best = _evaluate(budget, plan0)
+    for lev, moved in single:
+        trial = _merge(plan0, [p for _l, p in kept] + [moved])
+        out = _evaluate(budget, trial)
+        if out is None:
+            continue
+        if best is None or out.fit_len >= max(1, best.fit_len) * MIN_GAIN or (out.starts and not best.starts):
+            kept.append((lev, moved))
+            best = out
+    return kept
+
+
+def candidates(situation: Situation, budget: Budget, remedies: list[str], goal: Goal) -> list[Candidate]:
+    """Verified plans: the ones that serve the goal first (fewest levers), then the best capped ones."""
+    plan0 = budget.plan0
+    levers = _levers(remedies, budget.engine, situation)
+    single: list[tuple[Lever, Plan]] = []
+    for lev in levers:
+        if lev.knob in ("none", "max_len"):
+            continue
+        moved = propose(lev, budget, plan0, goal, situation)
+        if moved is not None and moved != plan0:
+            single.append((lev, moved))
+    useful = _gainful(budget, plan0, single)
+    out: list[Candidate] = []
+    for size in (1, 2, 3):
+        for combo in itertools.combinations(useful if size > 1 else single, size):
+            plan = _merge(plan0, [p for _l, p in combo])
+            result = _evaluate(budget, plan)
+            if result is not None and _fits(result, goal):
+                out.append(Candidate([lev for lev, _p in combo], plan, result, True))
+        if out:
+            break
+    if goal.may_shorten and any(lev.knob == "max_len" for lev in levers):
+        capped = _capped(budget, plan0, _evaluate(budget, plan0), goal)
+        if capped is not None:
+            out.append(capped)
+        if useful and not any(c.serves_goal for c in out):
+            plan = _merge(plan0, [p for _l, p in useful])
+            best = _capped(budget, plan, _evaluate(budget, plan), goal)
+            if best is not None and (capped is None or (best.plan.max_len or 0) > (capped.plan.max_len or 0)):
+                best.levers = [lev for lev, _p in useful] + best.levers
+                out.append(best)
+    return out
+
+
+def _merge(plan0: Plan, plans: list[Plan]) -> Plan:
+    changes: dict[str, object] = {}
+    for plan in plans:
+        for name in plan0.__dataclass_fields__:
+            if getattr(plan, name) != getattr(plan0, name):
+                changes[name] = getattr(plan, name)
+    return plan0.with_(**changes)
+
+
+def _levers(remedies: list[str], engine: str, situation: Situation) -> list[Lever]:
+    seen: list[Lever] = []
+    for name in remedies:
+        lev = lever_for(name)
+        if lev is not None and lev not in seen and _available(lev, engine, situation):
+            seen.append(lev)
+    return seen
+
+
+# -- from candidates to printed fixes ------------------------------------------------------------
+Describe = Callable[[Candidate], str]
+
+
+def effect(c: Candidate, goal: Goal) -> str:
+    out = c.outcome
+    if c.serves_goal and goal.length:
+        return f"predicted to start and serve {fmt_tokens(goal.length)} tokens (about {fmt_tokens(out.fit_len)} fit)"
+    if c.serves_goal:
+        return f"predicted to start with {out.kv_gib:.2f} GiB for the KV cache"
+    return f"predicted to start; requests up to {fmt_tokens(c.plan.max_len)} tokens"
+
+
+def to_fixes(
+    situation: Situation, budget: Budget, found: list[Candidate], goal: Goal, limit: int = 3
+) -> list[Fix]:
+    fixes: list[Fix] = []
+    seen: set[str] = set()
+    for rank, c in enumerate(found):
+        command = command_for(situation, budget.engine, budget.plan0, c.plan)
+        if command is None or command in seen:
+            continue
+        seen.add(command)
+        change = " + ".join(_change_text(lev, c.plan) for lev in c.levers)
+        cost = "; ".join(dict.fromkeys(lev.cost for lev in c.levers if lev.cost))
+        verification = {
+            "starts": c.outcome.starts,
+            "fit_tokens": c.outcome.fit_len,
+            "kv_cache_gib": round(c.outcome.kv_gib, 2),
+            "serves": goal.length if c.serves_goal else c.plan.max_len,
+        }
+        said = effect(c, goal)
+        if (
+            any(_needs_fp8_hardware(lev, budget.engine) for lev in c.levers)
+            and situation.gpus.gpu is None
+            and situation.get("compute_capability") is None
+        ):
+            said += " (fp8 KV needs an Ada, Hopper or Blackwell GPU, or an MI300)"
+        fixes.append(Fix(budget.engine, change, command, said, cost, rank, verification))
+        if len(fixes) >= limit:
+            break
+    return fixes
+
+
+def _needs_fp8_hardware(lev: Lever, engine: str) -> bool:
+    spelling = lev.engines.get(engine)
+    return spelling is not None and spelling.hardware == "fp8_kv"
+
+
+def _change_text(lev: Lever, plan: Plan) -> str:
+    value: object = {
+        "max_len": plan.max_len,
+        "tp": plan.tp,
+        "pp": plan.pp,
+        "gpu_layers": plan.gpu_layers,
+    }.get(lev.knob, "")
+    if lev.knob == "max_len" and isinstance(value, int):
+        value = fmt_tokens(value)
+    if lev.knob == "util" and plan.util:
+        return f"gpu memory utilization {plan.util:g}"
+    return lev.change.format(value=value)

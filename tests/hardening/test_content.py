@@ -203,7 +203,7 @@ def test_a_diagnosis_rule_that_raises_still_gets_an_answer(monkeypatch, caplog):
     def broken_rule(_facts):
         raise TypeError("int() argument must be a real number, not 'NoneType'")
 
-    monkeypatch.setattr(diagnosis, "rule_for", lambda _category, _engine: broken_rule)
+    monkeypatch.setitem(diagnosis.FORMS, "capacity_short", broken_rule)
     reply = triage(KV_PASTE)
     assert reply is not None and reply.signature == "vllm.kv_cache_too_small.v0"
     assert not reply.fixes and any("did not add up" in n for n in reply.notes)

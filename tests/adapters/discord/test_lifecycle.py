@@ -110,6 +110,7 @@ async def test_a_too_long_reply_is_sent_as_reply_md(garden, monkeypatch):
         reply = triage(paste, addressed)
         if reply is not None:
             reply.notes += [f"note {i}: " + "a long assumption " * 10 for i in range(60)]
+            reply.summary += " and a very long key point" * 200  # beyond an embed's description
         return reply
 
     monkeypatch.setattr(garden.service.bot, "triage", verbose)

@@ -1,0 +1,17 @@
+"""Advice: a failure that is not about memory (NCCL in a container, a gated repo, a full disk, a port in
+use...).  The reply names what it really is and lists the signature's own steps; never a memory fix."""
+
+from __future__ import annotations
+
+from bot.diagnosis.parts import cause, fill, log_facts, reply
+from bot.reply import Reply, Section
+from bot.situation import Situation
+
+
+def advice(situation: Situation) -> Reply:
+    steps = [
+        fill(s, {**situation.context, **situation.params})
+        for s in getattr(situation.root, "advice", []) or []
+    ]
+    extra = [Section("What to do", body="\n".join(f"- {s}" for s in steps if s))] if steps else []
+    return reply(situation, situation.root.title, cause(situation), [], log_facts(situation), extra=extra)

@@ -1,0 +1,136 @@
+"""Capability below: the GPU lacks what the setting needs (bf16, a quantization kernel, flash attention
+for a quantized V cache, a minimum compute capability).  Fixes use what this GPU has."""
+
+from __future__ import annotations
+
+from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.capacity import _name
+from bot.diagnosis.commands import _GROUPS, _base
+from bot.diagnosis.parts import env_fixes, hardware, log_facts, reply, setup_facts
+from bot.reply import Fix, Reply
+from bot.shell import render
+from bot.situation import Situation
+from knowledge.features import quant_min_capability, supports
+
+_QUANT_ALIASES = {"auto_awq": "awq", "auto_gptq": "gptq", "compressed_tensors": "compressed-tensors"}
+
+
+def _cc(situation: Situation) -> float | None:
+    cc = situation.get("compute_capability")
+    if cc is not None:
+        return float(cc)
+    gpu = situation.gpus.gpu
+    return gpu.cc if gpu is not None else None
+
+
+def _quant_fixes(situation: Situation, method: str) -> list[Fix]:
+    """The same model in a quantization this GPU runs, if the catalog has it; verified to start."""
+    cc = _cc(situation)
+    if situation.model is None or cc is None:
+        return []
+    out: list[Fix] = []
+    for variant in situation.model.model.variants:
+        need = quant_min_capability(variant.quant, situation.version)
+        if variant.quant in (method, "gguf") or need is None or need > cc:
+            continue
+        swapped = _swap_model(situation, variant.id)
+        budget = budget_for(swapped)
+        out0 = budget.estimate.evaluate(budget.plan0) if budget else None
+        if out0 is None or not out0.starts:
+            continue
+        groups, switches = _GROUPS["vllm"]
+        command = render(_base(swapped, "vllm"), {"--quantization": None}, groups, switches)
+        out.append(Fix("vllm", f"the {variant.quant.upper()} checkpoint", command,
+                       f"runs on compute capability {cc:g}; predicted to start", "another checkpoint to download", 1,
+                       {"starts": True, "fit_tokens": out0.fit_len}))  # fmt: skip
+        if len(out) >= 2:
+            break
+    return out
+
+
+def _swap_model(situation: Situation, model_id: str) -> Situation:
+    from dataclasses import replace
+
+    from bot.shell import Command
+    from bot.situation import resolve_pasted_model
+
+    command = situation.command
+    if command is not None and situation.model_name and situation.model_name in command.argv:
+        argv = [model_id if a == situation.model_name else a for a in command.argv]
+        command = Command(command.engine, command.interface, command.env, argv, dict(command.kwargs))
+    elif command is not None and command.interface == "python":
+        command = Command(command.engine, "python", [], [], {**command.kwargs, "model": model_id})
+    else:
+        command = None  # the model is not spelled out in the command: start from a minimal one
+    return replace(situation, command=command, model_name=model_id, model=resolve_pasted_model(model_id))
+
+
+def quantization(situation: Situation) -> Reply:
+    raw = str(situation.get("quantization") or situation.setting("quantization") or "")
+    method = _QUANT_ALIASES.get(raw.lower(), raw.lower())
+    cc = _cc(situation)
+    need = situation.get("min_capability") or quant_min_capability(method, situation.version)
+    title = (
+        f"vLLM: {method or 'this quantization'} needs compute capability {need:.1f}, this GPU has {cc:.1f}"
+        if need and cc
+        else "vLLM: this quantization does not run on this GPU"
+    )
+    key = (
+        f"The {method} kernels need compute capability {need:.1f}; this GPU has {cc:.1f}."
+        if need and cc
+        else "The checkpoint's quantization has no kernel for this GPU."
+    )
+    fixes = _quant_fixes(situation, method)
+    extra = [] if fixes else [hardware(situation, None)]
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=extra)
+
+
+def bf16(situation: Situation) -> Reply:
+    cc = _cc(situation)
+    name = situation.gpus.gpu.name if situation.gpus.gpu else (situation.get("gpu") or "this GPU")
+    title = (
+        f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}"
+        if cc
+        else "vLLM: bfloat16 is not supported on this GPU"
+    )
+    key = (
+        f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16."
+        if cc
+        else "This GPU has no bfloat16; load the weights in float16."
+    )
+    fixes = env_fixes(situation, situation.root.remedies, "vllm")
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+
+
+def flash_attn_needed(situation: Situation) -> Reply:
+    engine = _name(situation.engine)
+    title = f"{engine}: a quantized V cache needs flash attention"
+    key = "A quantized V cache (q8_0 / q4_0) only works with flash attention on."
+    fixes: list[Fix] = []
+    if situation.engine == "llama.cpp":
+        groups, switches = _GROUPS["llama.cpp"]
+        takes_value = supports(situation.version, "llamacpp.fa_value", situation.fork)
+        fixes.append(Fix("llama.cpp", "turn flash attention on", render(_base(situation, "llama.cpp"), {"-fa": "on" if takes_value is not False else ""}, groups, switches),
+                         "the quantized V cache can be used", "", 1, {"kind": "setting"}))  # fmt: skip
+    elif situation.engine == "ollama":
+        fixes.append(Fix("ollama", "turn flash attention on", "OLLAMA_FLASH_ATTENTION=1 ollama serve",
+                         "OLLAMA_KV_CACHE_TYPE takes effect", "", 1, {"kind": "setting"}))  # fmt: skip
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+
+
+def capability_below(situation: Situation) -> Reply:
+    category = situation.root.category
+    if category == "quantization_unsupported":
+        return quantization(situation)
+    if category == "dtype_unsupported" and "quant" not in situation.root.signature:
+        return bf16(situation)
+    if category == "kv_quant_needs_flash_attn":
+        return flash_attn_needed(situation)
+    title = situation.root.title
+    fixes = env_fixes(situation, situation.root.remedies, situation.engine)
+    extra = [] if fixes else [hardware(situation, None)]
+    from bot.diagnosis.parts import cause
+
+    return reply(
+        situation, title, cause(situation), fixes, log_facts(situation) + setup_facts(situation), extra=extra
+    )

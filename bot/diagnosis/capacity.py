@@ -1,0 +1,172 @@
+"""Capacity short: the cache (or the served context, or a batch) is smaller than what was asked for.
+
+Covers KV too small (one request of max_model_len does not fit), KV allocation failures, requests
+longer than the served context, and batched-token limits below the context.  The key point is the two
+numbers; every fix is a plan recomputed on the engine's budget.
+"""
+
+from __future__ import annotations
+
+from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.parts import (
+    advice_fixes,
+    hardware,
+    log_facts,
+    other_engine_lines,
+    picture,
+    reply,
+    setup_facts,
+)
+from bot.reply import Fix, Reply
+from bot.situation import Situation
+from calculator.units import fmt_tokens
+from calculator.vllm import derived_max_model_len
+
+ENGINE_NAME = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI"}
+
+
+def _name(engine: str) -> str:
+    return ENGINE_NAME.get(engine, engine)
+
+
+def _wanted(situation: Situation, plan_len: int | None) -> int | None:
+    for key in ("max_model_len", "n_ctx", "context_length", "max_total_tokens"):
+        value = situation.params.get(key)
+        if value:
+            return int(value)
+    return plan_len
+
+
+def _logged_fit(situation: Situation) -> int | None:
+    for key in ("estimated_max_model_len", "kv_tokens"):
+        if situation.params.get(key):
+            return int(situation.params[key])
+    return None
+
+
+def kv_short(situation: Situation) -> Reply:
+    budget = budget_for(situation)
+    plan0 = budget.plan0 if budget else None
+    want = _wanted(situation, plan0.max_len if plan0 else None)
+    if budget is not None and want and plan0 is not None and plan0.max_len != want:
+        budget.plan0 = plan0 = plan0.with_(max_len=want)
+    out0 = budget.estimate.evaluate(plan0) if budget and plan0 else None
+    fit = _logged_fit(situation) or (out0.fit_len if out0 else None)
+    engine = _name(situation.engine)
+    title = f"{engine}: the KV cache holds {fmt_tokens(fit)} tokens, the context asks for {fmt_tokens(want)}"
+    if fit is None or want is None:
+        title = situation.root.title
+    goal = Goal(length=want, may_shorten=True)
+    found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
+    fixes = to_fixes(situation, budget, found, goal) if budget else []
+    serves = any(c.serves_goal for c in found)
+    key = _key_point(situation, fit, want, serves, bool(fixes))
+    fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)
+    facts = log_facts(situation) + setup_facts(situation)
+    extra = [] if serves else [hardware(situation, want)]
+    return reply(situation, title, key, fixes, facts, picture(out0, f"GPU memory as {engine} budgets it"), extra,
+                 {"fit_tokens": fit, "max_model_len": want})  # fmt: skip
+
+
+def _key_point(
+    situation: Situation, fit: int | None, want: int | None, serves: bool, any_fix: bool
+) -> str | None:
+    if fit is None or want is None:
+        return None
+    text = f"What is left for the KV cache holds {fmt_tokens(fit)} tokens; one request of {fmt_tokens(want)} does not fit."
+    if not serves:
+        text += f" No setting on this hardware holds {fmt_tokens(want)} tokens"
+        model = situation.model.model if situation.model else None
+        limit = derived_max_model_len(model) if model is not None else None
+        if limit and want > limit:
+            text += f" (and the model's config stops at {fmt_tokens(limit)})"
+        text += "; cap the context." if any_fix else "."
+    return text
+
+
+def request_too_long(situation: Situation) -> Reply:
+    p = situation.params
+    limit = (
+        p.get("max_model_len")
+        or p.get("n_ctx")
+        or p.get("context_length")
+        or p.get("max_total_tokens")
+        or p.get("prompt_limit")
+    )
+    prompt = p.get("prompt_tokens")
+    asked = p.get("requested_tokens") or ((prompt or 0) + (p.get("max_tokens") or 0)) or None
+    engine = _name(situation.engine)
+    title = f"{engine}: the request needs {fmt_tokens(asked)} tokens, the server holds {fmt_tokens(limit)}"
+    if not asked or not limit:
+        title = situation.root.title
+    fixes: list[Fix] = []
+    if limit and prompt and prompt < limit:
+        fixes.append(Fix("any", "ask for fewer new tokens", f'"max_tokens": {int(limit) - int(prompt)}',
+                         f"prompt {fmt_tokens(prompt)} + output fits {fmt_tokens(limit)}", "shorter answers", 1, {"kind": "request"}))  # fmt: skip
+    budget = budget_for(situation)
+    if budget is not None and asked:
+        goal = Goal(length=int(asked), may_shorten=False)
+        found = [
+            c
+            for c in candidates(
+                situation,
+                budget,
+                ["max_model_len", "ctx_size", "ollama_context_length", "context_length"],
+                goal,
+            )
+            if c.serves_goal
+        ]
+        plan = budget.plan0.with_(max_len=_round_up(int(asked)))
+        out = budget.estimate.evaluate(plan)
+        if out is not None and out.starts:
+            from bot.diagnosis.fixes import Candidate
+            from knowledge.levers import lever
+
+            found = [Candidate([lever("cap_context")], plan, out, True), *found]
+        fixes += to_fixes(situation, budget, found, goal, limit=1)
+    key = f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
+    if not asked or not limit:
+        key = None
+    facts = log_facts(situation) + setup_facts(situation)
+    return reply(situation, title, key, fixes, facts)
+
+
+def _round_up(tokens: int) -> int:
+    step = 1024 if tokens > 4096 else 256
+    return (tokens + step - 1) // step * step
+
+
+def batch_short(situation: Situation) -> Reply:
+    """A batch limit (max_num_batched_tokens, -ub, TGI prefill tokens) below one request."""
+    p = situation.params
+    limit = p.get("max_num_batched_tokens") or p.get("n_ubatch") or p.get("max_batch_prefill_tokens")
+    need = p.get("max_model_len") or p.get("requested_tokens") or p.get("max_input_tokens")
+    engine = _name(situation.engine)
+    title = f"{engine}: one batch holds {fmt_tokens(limit)} tokens, a request needs {fmt_tokens(need)}"
+    flag = {"vllm": "--max-num-batched-tokens", "llama.cpp": "-ub", "tgi": "--max-batch-prefill-tokens"}.get(
+        situation.engine
+    )
+    fixes: list[Fix] = []
+    if flag and need:
+        from bot.diagnosis.commands import _GROUPS, _base
+        from bot.shell import render
+
+        groups, switches = _GROUPS[situation.engine]
+        changes = {flag: str(int(need))}
+        if situation.engine == "llama.cpp":
+            changes["-b"] = str(int(need))
+        fixes.append(Fix(situation.engine, f"raise the batch limit to {fmt_tokens(need)}",
+                         render(_base(situation, situation.engine), changes, groups, switches),
+                         "one request fits one batch", "a larger activation peak at start", 1, {"kind": "constraint"}))  # fmt: skip
+    key = f"The batch limit is {fmt_tokens(limit)} tokens, below the {fmt_tokens(need)} one request needs."
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=[])
+
+
+def capacity_short(situation: Situation) -> Reply:
+    category = situation.root.category
+    if category == "context_exceeded":
+        return request_too_long(situation)
+    if category == "batched_tokens_too_small":
+        return batch_short(situation)
+    return kv_short(situation)

@@ -1,0 +1,242 @@
+"""Budget over: what the engine needs is more than the memory it has — nothing left for the KV cache,
+an allocation that failed, system RAM too small, or memory already held by something else.
+
+The key point says what holds the memory and by how much it is short; fixes are recomputed plans.
+"""
+
+from __future__ import annotations
+
+from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.capacity import _name
+from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.parts import advice_fixes, env_fixes, hardware, log_facts, picture, reply, setup_facts
+from bot.reply import Fix, Reply
+from bot.situation import Situation
+from calculator.units import fmt_tokens
+
+FRAGMENTED = 0.5  # reserved-but-unallocated at least half of what was asked: the allocator, not the model
+
+
+def _gib(situation: Situation, *names: str) -> float | None:
+    for name in names:
+        value = situation.params.get(name)
+        if value is not None:
+            return float(value) / (1024 if name.endswith("_mib") else 1)
+    return None
+
+
+def in_use(situation: Situation) -> Reply:
+    """vLLM asked for utilization x total while less was free: another process holds the difference."""
+    free = _gib(situation, "free_gib", "current_free_gib")
+    total = _gib(situation, "total_gib") or (
+        situation.gpus.per_device_gib.value if situation.gpus.per_device_gib else None
+    )
+    util = situation.params.get("gpu_memory_utilization") or situation.setting("util")
+    asked = _gib(situation, "requested_gib") or (total * util if total and util else None)
+    held = total - free if total is not None and free is not None else None
+    title = (
+        f"vLLM: {free:.2f} GiB free, it asks for {asked:.2f} GiB"
+        if free is not None and asked
+        else situation.root.title
+    )
+    key = None
+    if held is not None and total:
+        key = f"{held:.2f} GiB of the {total:.2f} GiB are already in use by another process (or a previous vLLM that did not exit)."
+        if asked:
+            key += f" vLLM asks for {asked:.2f} GiB (gpu_memory_utilization x total)."
+    fixes = advice_fixes(situation, situation.root.remedies)
+    budget = budget_for(situation)
+    if budget is not None and free is not None:
+        goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=free)
+        fixes += to_fixes(
+            situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
+        )
+    out0 = budget.estimate.evaluate(budget.plan0) if budget else None
+    return reply(
+        situation,
+        title,
+        key,
+        fixes,
+        log_facts(situation) + setup_facts(situation),
+        picture(out0, "GPU memory"),
+    )
+
+
+def no_kv(situation: Situation) -> Reply:
+    budget = budget_for(situation)
+    engine = _name(situation.engine)
+    out0 = budget.estimate.evaluate(budget.plan0) if budget else None
+    title = situation.root.title
+    key = None
+    if out0 is not None and out0.target_gib:
+        used = sum(t.gib for t in out0.terms if t.name != "kv cache")
+        key = f"Weights, activations and graphs take {used:.2f} GiB of the {out0.target_gib:.2f} GiB {engine} may use; the KV cache gets {max(0.0, out0.kv_gib):.2f} GiB."
+    fixes: list[Fix] = []
+    serves = False
+    if budget is not None:
+        goal = Goal(length=budget.plan0.max_len, may_shorten=True)
+        found = candidates(situation, budget, situation.root.remedies, goal)
+        serves = bool(found)
+        fixes += to_fixes(situation, budget, found, goal)
+    fixes += advice_fixes(situation, situation.root.remedies)
+    extra = [] if serves else [hardware(situation, budget.plan0.max_len if budget else None)]
+    return reply(
+        situation,
+        title,
+        key,
+        fixes,
+        log_facts(situation) + setup_facts(situation),
+        picture(out0, f"GPU memory as {engine} budgets it"),
+        extra,
+    )
+
+
+def torch_oom(situation: Situation) -> Reply:
+    tried = _gib(situation, "tried_gib", "tried_mib")
+    free = _gib(situation, "free_gib", "free_mib")
+    total = _gib(situation, "total_gib")
+    mine = _gib(situation, "this_process_gib", "allocated_gib")
+    unalloc = _gib(situation, "reserved_unallocated_gib")
+    other = _gib(situation, "other_process_gib")
+    title = (
+        f"CUDA out of memory: tried {tried:.2f} GiB with {free:.2f} GiB free"
+        if tried is not None and free is not None
+        else situation.root.title
+    )
+    parts = []
+    if tried is not None:
+        parts.append(f"PyTorch asked for {tried:.2f} GiB more")
+    if free is not None and total is not None:
+        parts.append(f"only {free:.2f} of {total:.2f} GiB were free")
+    key = (", ".join(parts) + ".") if parts else None
+    if key and tried is not None and total is not None and tried > total:
+        key += f" That one allocation is larger than the whole GPU ({total:.2f} GiB): the batch or sequence is far too large for it."
+    remedies = list(situation.root.remedies)
+    if key and unalloc is not None and tried is not None and unalloc >= FRAGMENTED * tried:
+        key += f" {unalloc:.2f} GiB is reserved by PyTorch but unallocated: fragmentation."
+    elif "expandable_segments" in remedies:
+        remedies.remove("expandable_segments")
+    if (
+        other is not None
+        and mine is not None
+        and other > 0.5
+        and (total is None or other + mine <= total * 1.02)
+    ):
+        key += f" Another process holds {other:.2f} GiB."
+    elif key and mine is not None:
+        key += f" This process holds {mine:.2f} GiB."
+    engine = "vllm" if situation.engine == "vllm" else "pytorch"
+    fixes = env_fixes(situation, remedies, engine) + advice_fixes(situation, remedies)
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+
+
+def alloc_failed(situation: Situation) -> Reply:
+    """llama.cpp / Ollama / Metal / Vulkan: a buffer allocation failed."""
+    engine = _name(situation.engine)
+    size = _gib(situation, "alloc_mib", "tried_mib")
+    buffer = situation.params.get("buffer")
+    title = (
+        f"{engine}: could not allocate {size * 1024:,.0f} MiB"
+        + (f" for the {buffer} buffer" if buffer else "")
+        if size
+        else f"{engine}: out of GPU memory"
+    )
+    budget = budget_for(situation)
+    out0 = budget.estimate.evaluate(budget.plan0) if budget else None
+    key = None
+    if out0 is not None and out0.total_gib:
+        key = f"The weights, KV cache and compute buffers need about {sum(t.gib for t in out0.terms):.1f} GiB; the GPU has {out0.total_gib:.1f} GiB."
+    fixes: list[Fix] = []
+    if budget is not None:
+        goal = Goal(length=budget.plan0.max_len, may_shorten=True)
+        fixes = to_fixes(
+            situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
+        )
+    fixes += advice_fixes(situation, situation.root.remedies)
+    extra = [] if fixes else [hardware(situation, budget.plan0.max_len if budget else None)]
+    return reply(
+        situation,
+        title,
+        key,
+        fixes,
+        log_facts(situation) + setup_facts(situation),
+        picture(out0, f"GPU memory as {engine} budgets it"),
+        extra,
+    )
+
+
+def host_short(situation: Situation) -> Reply:
+    need = _gib(situation, "required_gib")
+    have = _gib(situation, "available_gib")
+    title = (
+        f"Not enough system memory: needs {need:.1f} GiB, {have:.1f} GiB available"
+        if need and have
+        else "Not enough system memory"
+    )
+    key = (
+        f"The model needs {need:.1f} GiB of system RAM and {have:.1f} GiB is available: {need - have:.1f} GiB short."
+        if need and have
+        else None
+    )
+    fixes = advice_fixes(situation, [r for r in situation.root.remedies if r != "check_other_processes"])
+    budget = budget_for(situation)
+    if budget is not None and situation.engine == "llama.cpp":
+        goal = Goal(length=budget.plan0.max_len, may_shorten=True)
+        fixes = (
+            to_fixes(situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal)
+            + fixes
+        )
+    return reply(
+        situation,
+        title,
+        key,
+        fixes,
+        log_facts(situation) + setup_facts(situation),
+        extra=[hardware(situation, None)] if not fixes else [],
+    )
+
+
+def budget_over(situation: Situation) -> Reply:
+    category, engine = situation.root.category, situation.engine
+    if category == "gpu_memory_in_use":
+        return in_use(situation)
+    if category == "no_kv_memory":
+        return no_kv(situation)
+    if category == "host_memory":
+        return host_short(situation)
+    if engine in ("pytorch", "tgi") or (
+        engine == "vllm"
+        and situation.params.get("tried_gib") is not None
+        and situation.root.signature.startswith("pytorch")
+    ):
+        return torch_oom(situation)
+    if engine in ("vllm", "sglang"):
+        return no_kv(situation) if situation.root.category == "no_kv_memory" else _engine_oom(situation)
+    return alloc_failed(situation)
+
+
+def _engine_oom(situation: Situation) -> Reply:
+    """vLLM / SGLang OOM after the KV cache was sized (CUDA-graph capture, runtime): leave more room."""
+    engine = _name(situation.engine)
+    tried = _gib(situation, "tried_mib", "tried_gib")
+    free = _gib(situation, "free_mib", "free_gib")
+    title = situation.root.title
+    key = f"{engine} filled its share of the GPU, then a later allocation ({fmt_tokens(int(tried * 1024)) + ' MiB' if tried else 'CUDA graphs or activations'}) found no room."
+    budget = budget_for(situation)
+    fixes: list[Fix] = []
+    if budget is not None:
+        total = (
+            budget.estimate.obs.total_gib.value
+            if getattr(budget.estimate, "obs", None) and budget.estimate.obs.total_gib
+            else None
+        )  # type: ignore[union-attr]
+        util = budget.plan0.util or 0.9
+        room = None
+        if total and tried is not None:
+            room = total * util - max(0.0, tried - (free or 0.0)) - 0.25
+        goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=room)
+        fixes = to_fixes(
+            situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
+        )
+    fixes += advice_fixes(situation, situation.root.remedies)
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))

@@ -1,0 +1,248 @@
+"""Pieces every diagnosis form uses: filling the signature's sentences, the facts with their sources,
+the memory picture from a budget outcome, advice that changes no budget term, other engines' one-line
+fixes, and hardware when no software fix exists."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import re2
+
+from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
+from bot.situation import Situation
+from calculator.plan import Outcome
+from calculator.units import fmt_tokens
+from knowledge.levers import lever_for
+
+_SENTENCE_END = re2.compile(r"(?:[.!?])\s+")
+_MISSING = re2.compile(r"(?:^|[\s(])\?(?:[\s,.):]|$)")
+
+
+class _SafeDict(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """``{name}`` placeholders filled; sentences whose number is missing are dropped."""
+    safe = _SafeDict({k: fmt(v) for k, v in values.items()})
+    try:
+        text = string.Formatter().vformat(template, (), safe).strip()
+    except (ValueError, IndexError, KeyError):
+        text = template.strip()
+    sentences = [s for s in _split_sentences(text) if s and not _MISSING.search(s)]
+    return " ".join(sentences)
+
+
+def _split_sentences(text: str) -> list[str]:
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        out.append(text[start : m.start() + 1].strip())
+        start = m.end()
+    out.append(text[start:].strip())
+    return out
+
+
+def cause(situation: Situation) -> str:
+    return (
+        fill(situation.root.cause_template, {**situation.context, **situation.params}) or situation.root.title
+    )
+
+
+def _fact_value(name: str, value: Any) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if name.endswith("_gib"):
+            return f"{value:.2f} GiB"
+        if name.endswith("_mib"):
+            return f"{value:,.0f} MiB"
+    return fmt(value)
+
+
+def _fact_label(name: str) -> str:
+    for suffix in ("_gib", "_mib", "_bytes"):
+        name = name.removesuffix(suffix)
+    return name.replace("_", " ")
+
+
+def log_facts(situation: Situation) -> list[Fact]:
+    """Every number the root finding printed, as printed."""
+    return [
+        Fact(_fact_label(k), _fact_value(k, v), "log")
+        for k, v in situation.root.params.items()
+        if v is not None
+    ]
+
+
+def setup_facts(situation: Situation) -> list[Fact]:
+    facts: list[Fact] = []
+    g = situation.gpus
+    if g.gpu is not None or g.name is not None:
+        name = g.gpu.name if g.gpu else str(g.name.value if g.name else "")
+        count = f"{g.n}x " if g.count and g.n > 1 else ""
+        src = "user" if g.name and g.name.source == "user" else ("log" if g.name else "catalog")
+        facts.append(Fact("GPU", count + name, _reply_source(src)))
+    if g.per_device_gib is not None:
+        facts.append(
+            Fact(
+                "memory per GPU", f"{g.per_device_gib.value:.2f} GiB", _reply_source(g.per_device_gib.source)
+            )
+        )
+    if situation.model is not None:
+        facts.append(Fact("model", situation.model.label, "catalog"))
+    if situation.version_src is not None:
+        how = "" if situation.version_src.source == "log" else f" ({situation.version_src.how})"
+        facts.append(
+            Fact(
+                f"{situation.engine} version",
+                f"{situation.version_src.value}{how}",
+                _reply_source(situation.version_src.source),
+            )
+        )
+    return facts
+
+
+def _reply_source(source: str) -> Any:
+    return {"user": "given", "default": "estimated"}.get(source, source)
+
+
+def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
+    if outcome is None or not outcome.total_gib:
+        return None
+    segs = [
+        MemorySegment(t.name, max(0.0, t.gib), _reply_source(t.source))
+        for t in outcome.terms
+        if t.gib > 0.005
+    ]
+    used = sum(s.gib for s in segs)
+    top = outcome.target_gib or outcome.total_gib
+    if outcome.target_gib and outcome.total_gib - outcome.target_gib > 0.01:
+        segs.append(MemorySegment("not used (1-util)", outcome.total_gib - outcome.target_gib, "computed"))
+    elif top - used > 0.01:
+        segs.append(MemorySegment("free", top - used, "computed"))
+    return MemoryPicture(total_gib=outcome.total_gib, segments=segs, title=title)
+
+
+def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
+    """Levers that change no budget term but come with a diagnostic command (what holds memory)."""
+    out: list[Fix] = []
+    for name in remedies:
+        lev = lever_for(name)
+        if lev is None or lev.knob != "none" or not lev.command:
+            continue
+        if any(f.command == lev.command for f in out):
+            continue
+        out.append(
+            Fix("any", lev.change, lev.command, "shows what holds the memory", "", 50, {"kind": "diagnostic"})
+        )
+    return out
+
+
+def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fix]:
+    """Levers that are a setting with a fixed value and no budget term (``--dtype half``)."""
+    from bot.diagnosis.commands import _GROUPS, _base
+    from bot.shell import render
+
+    out: list[Fix] = []
+    for name in remedies:
+        lev = lever_for(name)
+        if lev is None or lev.knob != "none" or engine not in lev.engines:
+            continue
+        spelling = lev.engines[engine]
+        groups, switches = _GROUPS.get(engine, ([], set()))
+        if engine == "pytorch":
+            command = f"{spelling.env}={spelling.value} python your_script.py"
+        elif spelling.flag:
+            command = render(
+                _base(situation, engine), {spelling.flag: spelling.value or ""}, groups, switches
+            )
+        elif spelling.env:
+            command = render(
+                _base(situation, engine), {}, groups, switches, {spelling.env: spelling.value or ""}
+            )
+        else:
+            continue
+        out.append(Fix(engine, lev.change, command, lev.change, lev.cost, 10, {"kind": "setting"}))
+    return out
+
+
+OTHER_ENGINES = {"vllm": ("llama.cpp", "ollama"), "sglang": ("vllm",), "tgi": ("vllm",)}
+
+
+def other_engine_lines(situation: Situation, length: int | None) -> list[Fix]:
+    """The same model on another engine, each on its own budget: one line each."""
+    if situation.model is None or situation.gpus.per_device_gib is None:
+        return []
+    out: list[Fix] = []
+    for engine in OTHER_ENGINES.get(situation.engine, ()):
+        budget = budget_for(situation, engine)
+        if budget is None:
+            continue
+        remedies = {
+            "llama.cpp": ["ctx_size", "cache_type"],
+            "ollama": ["ollama_context_length", "ollama_kv_cache_type"],
+        }.get(engine, ["max_model_len", "kv_cache_dtype"])
+        found = candidates(situation, budget, remedies, Goal(length=length, may_shorten=True))
+        fixes = to_fixes(situation, budget, found[-1:] if found else [], Goal(length=length), limit=1)
+        for fix in fixes:
+            fix.rank = 90
+            out.append(fix)
+    return out
+
+
+def hardware(situation: Situation, length: int | None) -> Section | None:
+    """When no software fix exists: the smallest setups from the catalog that serve the model."""
+    if situation.model is None:
+        return None
+    from calculator.matchmaker import gpus_for_model
+
+    engine = situation.engine if situation.engine in ("vllm", "llama.cpp", "ollama", "sglang") else "vllm"
+    options = gpus_for_model(
+        situation.model.model, situation.model.variant, context=length, engine=engine, limit=3
+    )  # type: ignore[arg-type]
+    if not options:
+        return Section(
+            "Hardware",
+            body=f"No setup of up to 8 GPUs in my catalog serves {situation.model.label} at {fmt_tokens(length)} tokens.",
+        )
+    lines = [
+        f"- {o.count}x {o.gpu.name}: {o.total_gib:.0f} GiB in total"
+        if o.count > 1
+        else f"- {o.gpu.name}: {o.total_gib:.0f} GiB"
+        for o in options
+    ]
+    return Section("Hardware that serves it", body="\n".join(lines))
+
+
+def reply(situation: Situation, title: str, key_point: str | None, fixes: list[Fix], facts: list[Fact],
+          memory: MemoryPicture | None = None, extra: list[Section | None] | None = None,
+          data: dict | None = None) -> Reply:  # fmt: skip
+    why = cause(situation)
+    key_point = key_point or why
+    sections = [Section("Why", body=why)] if why != key_point else []
+    if facts:
+        sections.append(Section("Your numbers", facts=facts))
+    sections += [s for s in extra or [] if s is not None]
+    return Reply(
+        kind="diagnosis",
+        title=title,
+        summary=key_point,
+        short=key_point.split(". ")[0].rstrip(".") + ".",
+        sections=sections,
+        fixes=fixes,
+        memory=memory,
+        notes=list(situation.notes),
+        data=data or {},
+    )

@@ -1,0 +1,14 @@
+"""Report: an informational memory log (profiling lines, KV allocation, offload reports).  Not an
+error: the reply says what the numbers mean; fixes only when the numbers show a problem."""
+
+from __future__ import annotations
+
+from bot.diagnosis.parts import cause, log_facts, reply, setup_facts
+from bot.reply import Reply
+from bot.situation import Situation
+
+
+def report(situation: Situation) -> Reply:
+    title = situation.root.title
+    key = cause(situation)
+    return reply(situation, title, key, [], log_facts(situation) + setup_facts(situation))
