@@ -59,7 +59,7 @@ REQUIRED = {
     "H100 80GB HBM3": "h100-sxm",
     "h100 nvl": "h100-nvl",
     "h200": "h200",
-    "h20": "h20",
+    "h20 96gb": "h20-96gb",
     "gb200": "gb200",
     "mi210": "mi210",
     "mi250x": "mi250x",
@@ -84,6 +84,7 @@ AMBIGUOUS = {
     "v100": {"v100-16gb", "v100-32gb"},
     "3060": {"rtx-3060-8gb", "rtx-3060-12gb"},
     "m2 ultra": {"m2-ultra-64gb", "m2-ultra-128gb", "m2-ultra-192gb"},
+    "NVIDIA H20": {"h20-96gb", "h20-141gb"},
 }
 
 # every card issue 13 asks the catalog to carry, by id
@@ -130,7 +131,7 @@ ISSUE_13_IDS = {
     "h100-sxm",
     "h100-nvl",
     "h200",
-    "h20",
+    "h20-96gb",
     "b200",
     "gb200",
     "gb10-dgx-spark",

@@ -107,6 +107,8 @@ NAMES: dict[str, str | frozenset[str]] = {
     "jetson agx orin": ask("jetson-agx-orin-32gb", "jetson-agx-orin-64gb"),
     "orin nano": ask("jetson-orin-nano-4gb", "jetson-orin-nano-8gb"),
     "strix halo": ask("strix-halo-64gb", "strix-halo-128gb"),
+    "NVIDIA H20": ask("h20-96gb", "h20-141gb"),
+    "h20 96gb": "h20-96gb",
 }
 
 # same memory in every form factor: answered, with the card taken named in `assumed`
