@@ -45,7 +45,8 @@ REQUIRED = {
     "a5000": "rtx-a5000",
     "rtx pro 6000": "rtx-pro-6000-blackwell",
     "dgx spark": "gb10-dgx-spark",
-    "p100": "p100-16gb",
+    "p100 16gb": "p100-16gb",
+    "Tesla P100-PCIE-16GB": "p100-16gb",
     "v100 16gb": "v100-16gb",
     "v100 32gb": "v100-32gb",
     "a10": "a10",
@@ -85,6 +86,7 @@ AMBIGUOUS = {
     "3060": {"rtx-3060-8gb", "rtx-3060-12gb"},
     "m2 ultra": {"m2-ultra-64gb", "m2-ultra-128gb", "m2-ultra-192gb"},
     "NVIDIA H20": {"h20-96gb", "h20-141gb"},
+    "p100": {"p100-12gb", "p100-16gb"},
 }
 
 # every card issue 13 asks the catalog to carry, by id
