@@ -1,7 +1,8 @@
 """Turn the names people type (``4090``, ``a100-80g``, ``qwen-32b-awq``, ``llama3.1:8b``) into catalog entries.
 
-Exact matches on normalised keys first, then fuzzy matching (rapidfuzz); an ambiguous or unknown
-name raises :class:`NameNotFound` carrying the closest known names.
+Models: exact matches on normalised keys first, then fuzzy matching (rapidfuzz); an ambiguous or
+unknown name raises :class:`NameNotFound` carrying the closest known names. GPUs: see
+:func:`resolve_gpu`; fuzzy matching only suggests there, it never picks a card.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ _GPU_MACHINE = re2.compile(r"\b(?:macbook (?:pro|air)|mac (?:studio|mini|pro)|im
 _GPU_NOISE = re2.compile(
     r"\b(?:nvidia|geforce|tesla|amd|radeon|instinct|intel|apple|graphics|gpu|card|vram|memory|founders edition)\b"
 )
+# core counts people add to Apple chips ("M2 Max 38-core GPU"): the memory size is what matters
+_GPU_CORES = re2.compile(r"\b\d+[- ]?core(?: gpu| cpu)?\b")
 _GPU_BRAND_GLUED = re2.compile(r"\b(?:rtx|gtx|rx)(\d)")
 _GPU_BRAND = re2.compile(r"\b(?:rtx|gtx|rx|arc)\b")
 # a memory size typed after the name: "24GB", "24 GB", "40g", "141 GiB"; the number must start a word,
@@ -101,7 +104,7 @@ class _GpuQuery:
 
 def _gpu_words(name: str) -> str:
     text = _GPU_MACHINE.sub(" ", name.lower())
-    text = _GPU_NOISE.sub(" ", text)
+    text = _GPU_NOISE.sub(" ", _GPU_CORES.sub(" ", text))
     text = _GPU_BRAND_GLUED.sub(r"\1", text)
     return _GPU_BRAND.sub(" ", text)
 

@@ -41,6 +41,8 @@ NAMES: dict[str, str | frozenset[str]] = {
     "Mac Studio M2 Ultra 192GB": "m2-ultra-192gb",
     "Apple M1 8GB": "m1-8gb",
     "Mac mini M4 Pro 64GB": "m4-pro-64gb",
+    "M2 Max 38-core GPU 96GB": "m2-max-96gb",
+    "M3 Max (16-core CPU, 40-core GPU) 64GB": "m3-max-64gb",
     "strix halo 128gb": "strix-halo-128gb",
     "Ryzen AI Max+ 395 128GB": "strix-halo-128gb",
     "jetson agx orin 64gb": "jetson-agx-orin-64gb",
