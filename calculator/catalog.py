@@ -33,7 +33,7 @@ class GPU(_Strict):
     id: str
     name: str
     vendor: Literal["nvidia", "amd", "apple", "intel"]
-    segment: Literal["consumer", "workstation", "datacenter", "apple", "laptop"]
+    segment: Literal["consumer", "workstation", "datacenter", "apple", "laptop", "embedded"]
     memory_gb: float = Field(description="memory as marketed (GB or GiB as the vendor prints it)")
     memory_bytes: int = Field(description="physical memory in bytes")
     usable_gib: float | None = Field(
@@ -49,6 +49,11 @@ class GPU(_Strict):
     price: Price | None = None
     aliases: list[str] = []
     source: str
+    assumed: str | None = Field(
+        default=None,
+        exclude=True,
+        description="set by the resolver, never in the catalog: which card a family name was taken as",
+    )
 
     @property
     def total_gib(self) -> float:

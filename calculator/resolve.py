@@ -1,7 +1,8 @@
 """Turn the names people type (``4090``, ``a100-80g``, ``qwen-32b-awq``, ``llama3.1:8b``) into catalog entries.
 
-Exact matches on normalised keys first, then fuzzy matching (rapidfuzz); an ambiguous or unknown
-name raises :class:`NameNotFound` carrying the closest known names.
+Models: exact matches on normalised keys first, then fuzzy matching (rapidfuzz); an ambiguous or
+unknown name raises :class:`NameNotFound` carrying the closest known names. GPUs: see
+:func:`resolve_gpu`; fuzzy matching only suggests there, it never picks a card.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+import re2
 from rapidfuzz import fuzz, process
 
 from calculator.catalog import GPU, ModelSpec, Variant, gpus, models
@@ -77,17 +79,52 @@ class ModelMatch:
         return self.variant.id if self.variant else self.model.id
 
 
+# Words that name a vendor, a brand line or a machine, not a card: "NVIDIA GeForce RTX 4090",
+# "AMD Radeon RX 7900 XTX", "MacBook Pro M4 Max" all meet the catalog at the card's own name.
+_GPU_MACHINE = re2.compile(r"\b(?:macbook (?:pro|air)|mac (?:studio|mini|pro)|imac)\b")
+_GPU_NOISE = re2.compile(
+    r"\b(?:nvidia|geforce|tesla|amd|radeon|instinct|intel|apple|graphics|gpu|card|vram|memory|founders edition)\b"
+)
+# core counts people add to Apple chips ("M2 Max 38-core GPU"): the memory size is what matters
+_GPU_CORES = re2.compile(r"\b\d+[- ]?core(?: gpu| cpu)?\b")
+_GPU_BRAND_GLUED = re2.compile(r"\b(?:rtx|gtx|rx)(\d)")
+_GPU_BRAND = re2.compile(r"\b(?:rtx|gtx|rx|arc)\b")
+# a memory size typed after the name: "24GB", "24 GB", "40g", "141 GiB"; the number must start a word,
+# so "a10g" (a card) is not "10 GB"
+_GPU_SIZE = re2.compile(r"(^|[^a-z0-9.])(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
+# form factors of one product: the same chip and memory in another package ("h100" = PCIe or SXM)
+_FORM_FACTORS = ("pcie", "sxm", "sxm2", "sxm4", "sxm5", "sxm6", "hbm2", "hbm2e", "hbm3", "hbm3e", "oam")
+
+
+@dataclass(frozen=True)
+class _GpuQuery:
+    base: str  # normalised name without vendor words and without the size
+    sizes: tuple[float, ...]  # memory sizes typed with the name, in GB
+
+
+def _gpu_words(name: str) -> str:
+    text = _GPU_MACHINE.sub(" ", name.lower())
+    text = _GPU_NOISE.sub(" ", _GPU_CORES.sub(" ", text))
+    text = _GPU_BRAND_GLUED.sub(r"\1", text)
+    return _GPU_BRAND.sub(" ", text)
+
+
+def _gpu_query(name: str) -> _GpuQuery:
+    text = _gpu_words(name)
+    sizes = tuple(float(m[1]) for m in _GPU_SIZE.findall(text))
+    return _GpuQuery(normalise(_GPU_SIZE.sub(r"\1 ", text)), sizes)
+
+
 @cache
-def _gpu_index() -> dict[str, str]:
-    index: dict[str, str] = {}
+def _gpu_index() -> dict[str, tuple[str, ...]]:
+    """Name key (no vendor words, no size) -> ids of every entry that name covers, in catalog order."""
+    index: dict[str, list[str]] = {}
     for g in gpus():
         for name in (g.id, g.name, *g.aliases):
-            for key in _key_variants(name):
-                index.setdefault(key, g.id)
-        # "NVIDIA GeForce RTX 4090" -> "rtx4090", "4090"
-        short = normalise(g.name.replace("NVIDIA", "").replace("GeForce", "").replace("Tesla", ""))
-        index.setdefault(short, g.id)
-    return index
+            key = _gpu_query(name).base
+            if key and g.id not in index.setdefault(key, []):
+                index[key].append(g.id)
+    return {k: tuple(v) for k, v in index.items()}
 
 
 @cache
@@ -95,17 +132,89 @@ def _gpu_by_id() -> dict[str, GPU]:
     return {g.id: g for g in gpus()}
 
 
-def resolve_gpu(query: str) -> GPU:
-    q = query.strip()
-    if not q:
-        raise NameNotFound("GPU", query, [])
+def _gpu_family(base: str) -> list[GPU]:
+    """Entries a name covers: that name, or that name in another form factor ("h100" -> PCIe, SXM)."""
+    index = _gpu_index()
+    ids: list[str] = []
+    for key in (base, *(base + ff for ff in _FORM_FACTORS)):
+        ids.extend(i for i in index.get(key, ()) if i not in ids)
+    if not ids:
+        # a form factor the catalog does not spell out ("l40s pcie"): the card itself
+        ff = next((f for f in sorted(_FORM_FACTORS, key=len, reverse=True) if base.endswith(f)), None)
+        if ff and len(base) > len(ff):
+            return _gpu_family(base[: -len(ff)])
+    by_id = _gpu_by_id()
+    return [by_id[i] for i in ids]
+
+
+def _gb(g: GPU) -> str:
+    return f"{g.memory_gb:g} GB"
+
+
+def _gpu_pick(query: str, found: list[GPU]) -> GPU:
+    """One card, or several with the same memory (answer, saying which was assumed), or ask."""
+    if len(found) == 1:
+        return found[0]
+    if len({g.memory_bytes for g in found}) > 1:
+        found = sorted(found, key=lambda g: g.memory_bytes)
+        sizes = sorted({g.memory_gb for g in found})
+        hint = "these differ in memory: " + ", ".join(f"{g.id} ({_gb(g)})" for g in found)
+        hint += f"; add the size, e.g. '{query.strip()} {sizes[-1]:g}gb'"
+        raise NameNotFound("GPU", query, [g.id for g in found], ambiguous=True, hint=hint)
+    # same memory: the answer does not depend on the choice. Prefer a card whose usable total comes
+    # from a real log over one whose total is estimated.
+    chosen = next((g for g in found if g.usable_gib is not None), found[0])
+    others = ", ".join(g.name for g in found if g is not chosen)
+    note = f"{query.strip()!r} taken as {chosen.name}; {others} has the same {_gb(chosen)}"
+    return chosen.model_copy(update={"assumed": note})
+
+
+def _gpu_size_mismatch(query: str, q: _GpuQuery, found: list[GPU], size: float) -> NameNotFound:
+    have = " or ".join(f"{gb:g} GB" for gb in sorted({g.memory_gb for g in found}))
     index = _gpu_index()
     by_id = _gpu_by_id()
-    key = normalise(q.replace("NVIDIA", "").replace("GeForce", "").replace("Tesla", ""))
-    for k in (normalise(q), key):
-        if k in index:
-            return by_id[index[k]]
-    return by_id[index[_fuzzy("GPU", q, key, index)]]
+    # another card of that name with that memory ("h100 94gb" -> the H100 NVL), offered, never picked
+    near = [i for k, ids in index.items() if k.startswith(q.base) for i in ids if by_id[i].memory_gb == size]
+    verb = "comes" if len(found) == 1 else "come"
+    hint = f"{', '.join(g.id for g in found)} {verb} with {have}, not {size:g} GB"
+    return NameNotFound("GPU", query, list(dict.fromkeys(near))[:5], hint=hint)
+
+
+def _gpu_suggestions(query: str, base: str) -> NameNotFound:
+    """Unknown name: the closest catalog names, offered, never substituted ("5070" is not "5070 Ti")."""
+    scored = process.extract(base, list(_gpu_index()), scorer=fuzz.WRatio, limit=15) if base else []
+    names: list[str] = []
+    for key, score, _ in scored:
+        for gpu_id in _gpu_index()[key]:
+            if score >= 60 and gpu_id not in names:
+                names.append(gpu_id)
+    return NameNotFound("GPU", query, names[:5])
+
+
+def resolve_gpu(query: str) -> GPU:
+    """The catalog card a typed name means.
+
+    The result's ``assumed`` says which card was taken when the name covers several with the same
+    memory (``h100``: PCIe or SXM, both 80 GB). Names covering different memory sizes (``a100``: 40 or
+    80 GB) and unknown names raise :class:`NameNotFound` with the candidates; a typed size picks the
+    variant with that memory, and a size the card does not come in is an error.
+    """
+    q = query.strip()
+    if not q or len(q) > 200:
+        raise NameNotFound("GPU", q[:60], [])
+    parsed = _gpu_query(q)
+    found = _gpu_family(parsed.base) if parsed.base else []
+    if not found:
+        raise _gpu_suggestions(q, parsed.base)
+    if len(set(parsed.sizes)) > 1:
+        raise NameNotFound("GPU", q, [g.id for g in found], hint="two different memory sizes given")
+    if parsed.sizes:
+        size = parsed.sizes[0]
+        sized = [g for g in found if abs(g.memory_gb - size) < 0.5]
+        if not sized:
+            raise _gpu_size_mismatch(q, parsed, found, size)
+        found = sized
+    return _gpu_pick(q, found)
 
 
 @cache

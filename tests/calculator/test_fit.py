@@ -44,7 +44,7 @@ def test_no_fp8_kv_on_ampere():
 
 
 def test_partial_offload_for_gguf_engines():
-    r = estimate(VramRequest(model="gemma3:27b", gpu="3060", engine="ollama"))
+    r = estimate(VramRequest(model="gemma3:27b", gpu="3060 12gb", engine="ollama"))
     assert not r.fits
     offload = next(x for x in r.remedies if "system RAM" in x.change)
     layers = int(re.search(r"num_gpu (\d+)", offload.command).group(1))
