@@ -328,6 +328,8 @@ def _closest(key: str, index: dict[str, tuple[str, str | None]]) -> list[str]:
 def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """Pair the base geometry with the quantization the name asks for (a real size where catalogued)."""
     model, quant = match.model, parsed.quant
+    if quant is None and parsed.ollama_tag:
+        return _ollama_variant(match, parsed)
     if quant is None:
         return match
     if quant == "gguf":
@@ -352,6 +354,22 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     return ModelMatch(model, variant, _join(match.note, note))
 
 
+def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
+    """``qwen3:30b-a3b``: an Ollama tag names Ollama's GGUF build; the catalogued one, if there is one."""
+    tags = [v for v in match.model.variants if v.ollama]
+    if not tags:
+        return match
+    size = (parsed.ollama_tag or "").split("-", 1)[0]
+    wanted = f"{parsed.base}:{size}".lower()
+    hit = next((v for v in tags if (v.ollama or "").lower() == wanted), None)
+    if hit is None and len(tags) == 1:
+        hit = tags[0]
+    if hit is None:
+        return match
+    note = "" if (hit.ollama or "").lower() == parsed.original.lower() else f"assumed Ollama's {hit.ollama}"
+    return ModelMatch(match.model, hit, _join(match.note, note))
+
+
 def _bits_with_embeddings(model: ModelSpec, linear_bits: float) -> float:
     """Average bits per parameter when embeddings and head (2 x vocab x hidden) stay 16-bit."""
     total = model.params_b * 1e9
@@ -370,7 +388,10 @@ def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
         )
     hit = next((v for v in ggufs if (v.gguf_type or "").upper() == wanted.upper()), None)
     if hit is not None:
-        return ModelMatch(model, hit, match.note)
+        note = ""
+        if parsed.ollama_tag and "-" in parsed.ollama_tag and (hit.ollama or "") != parsed.original:
+            note = f"{parsed.original}: assumed {hit.id} (same model size and file type)"
+        return ModelMatch(model, hit, _join(match.note, note))
     fmt = next((f for f in quant_formats().weight_formats if f.engine == "gguf" and f.name == wanted), None)
     bpw = fmt.effective_bpw or fmt.block_bpw if fmt else None
     if not bpw:
