@@ -90,7 +90,12 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
     ),
     ("mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", False),
     ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", True),
-    ("mistralai/Mistral-7B-Instruct-v0.2", None, None, False),
+    (
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        False,
+    ),
     (
         "mistralai/Mistral-7B-Instruct-v0.3",
         "mistralai/Mistral-7B-Instruct-v0.3",
@@ -271,7 +276,13 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
     ),
     ("TheBloke/zephyr-7B-beta-AWQ", None, None, False),
     ("TheBloke/Llama-2-7B-Chat-AWQ", "meta-llama/Llama-2-7b-chat-hf", "TheBloke/Llama-2-7B-Chat-AWQ", False),
-    ("TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", None, None, False),
+    (
+        "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ",
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ",
+        True,
+    ),
+    ("tiiuae/falcon-40b-instruct", "tiiuae/falcon-40b-instruct", "tiiuae/falcon-40b-instruct", False),
     (
         "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
         "meta-llama/Llama-3.1-8B-Instruct",
