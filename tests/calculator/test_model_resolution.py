@@ -283,6 +283,8 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         True,
     ),
     ("tiiuae/falcon-40b-instruct", "tiiuae/falcon-40b-instruct", "tiiuae/falcon-40b-instruct", False),
+    ("zai-org/GLM-5-FP8", "zai-org/GLM-5", "zai-org/GLM-5-FP8", False),
+    ("glm-5.1", "zai-org/GLM-5.1", "zai-org/GLM-5.1", False),
     (
         "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
         "meta-llama/Llama-3.1-8B-Instruct",
