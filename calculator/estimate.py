@@ -103,7 +103,9 @@ def _pick_variant(model: ModelSpec, variant: Variant | None, engine: str) -> Var
         gguf = [v for v in model.variants if v.quant == "gguf"]
         return next((v for v in gguf if v.gguf_type == GGUF_DEFAULT), gguf[0] if gguf else None)
     if variant is not None and variant.quant == "gguf":
-        return None  # vLLM/SGLang serve the safetensors checkpoint
+        # vLLM/SGLang serve the safetensors checkpoint: the official one (MXFP4 for gpt-oss, FP8 for
+        # DeepSeek-V3), not 16-bit weights
+        return next((v for v in model.variants if v.id == model.id), None)
     return variant
 
 

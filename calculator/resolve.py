@@ -14,7 +14,8 @@ from functools import cache
 import re2
 from rapidfuzz import fuzz, process
 
-from calculator.catalog import GPU, ModelSpec, Variant, gpus, models
+from calculator.catalog import GPU, ModelSpec, Variant, gpus, models, quant_formats
+from calculator.model_names import ParsedName, key_numbers, model_key, parse_name
 
 _QUANT_TOKENS: dict[str, tuple[str, ...]] = {
     "awq": ("awq", "awq-int4", "int4-awq"),
@@ -71,12 +72,19 @@ def _key_variants(name: str) -> set[str]:
 
 @dataclass(frozen=True)
 class ModelMatch:
+    """A catalog model and checkpoint; ``note`` says what was assumed, for the caller to print."""
+
     model: ModelSpec
     variant: Variant | None
+    note: str = ""
 
     @property
     def label(self) -> str:
         return self.variant.id if self.variant else self.model.id
+
+    @property
+    def assumed(self) -> bool:
+        return bool(self.note)
 
 
 # Words that name a vendor, a brand line or a machine, not a card: "NVIDIA GeForce RTX 4090",
@@ -217,26 +225,94 @@ def resolve_gpu(query: str) -> GPU:
     return _gpu_pick(q, found)
 
 
+# --- models ------------------------------------------------------------------------------------------
+
+# Words that name a release of the same architecture (chat / instruct tune, HF-format copy): dropping
+# them never changes the memory geometry. "thinking" and a release date (2507, 0905) also keep the
+# geometry, but the context limit or the checkpoint can differ, so those matches carry a note.
+_SAME_WEIGHTS_WORDS = frozenset({"instruct", "chat", "it", "hf", "base"})
+_RELEASE_WORDS = frozenset({"thinking", "reasoning", "latest"})
+_WORD = re2.compile(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*[A-Za-z]*")
+_DATE = re2.compile(r"^(?:2[3-9]|0[1-9]|1[0-2])[0-9]{2}$")
+
+# Weight bits of third-party builds where the catalog has no real size: bits on the linear layers,
+# embeddings and head kept 16-bit (conventions in data/models/qwen.yaml). AWQ / GPTQ g128: int4 weight +
+# fp16 scale + int4 zero per 128 (GPTQ's int32 g_idx adds < 0.01 bit); GPTQ int8: int8 + fp16 scale +
+# int8 zero per 128; FP8: 1 B per weight (per-channel scales); NVFP4: 4 bits + FP8 scale per 16;
+# MXFP4: 4 bits + e8m0 scale per 32 (ggml-common.h block_mxfp4); bitsandbytes NF4: 4 bits + fp8 absmax
+# per 64 + fp32 per 256 blocks (double quant, bnb_4bit_use_double_quant).
+_LINEAR_BITS: dict[str, float] = {
+    "awq": 4.15625,
+    "gptq": 4.15625,
+    "gptq-int8": 8.1875,
+    "fp8": 8.0,
+    "nvfp4": 4.5,
+    "mxfp4": 4.25,
+    "bnb-4bit": 4.127,
+    "bf16": 16.0,
+    "fp16": 16.0,
+}
+
+
+_ANONYMOUS_FILES = frozenset({"", "model", "ggml-model", "consolidated", "pytorch-model", "weights"})
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def _loose_keys(name: str) -> list[tuple[str, bool]]:
+    """(key, noted) pairs: the name without same-weights words, then also without release words."""
+    words = _words(_strip_org(name))
+    same = [w for w in words if w not in _SAME_WEIGHTS_WORDS]
+    keys = [(model_key("-".join(same)), False)]
+    release = [w for w in same if w not in _RELEASE_WORDS and not _DATE.match(w)]
+    if release != same:
+        keys.append((model_key("-".join(release)), True))
+    return [(k, n) for k, n in keys if k]
+
+
+def _exact_names(m: ModelSpec) -> list[tuple[str, str | None]]:
+    names: list[tuple[str, str | None]] = [(n, None) for n in (m.id, *m.aliases)]
+    for v in m.variants:
+        names += [(n, v.id) for n in (v.id, *v.aliases, *([v.ollama] if v.ollama else []))]
+    return names
+
+
+def exact_keys(m: ModelSpec) -> list[tuple[str, str | None]]:
+    """(key, variant id) for every name of ``m`` that must be unique across the catalog: full ids,
+    aliases, variant ids and Ollama tags (with and without the organisation, except the model id)."""
+    out: list[tuple[str, str | None]] = [(model_key(m.id), None)]
+    for name, variant in _exact_names(m)[1:]:
+        out.append((model_key(name), variant))
+        if name != m.id:
+            out.append((model_key(_strip_org(name)), variant))
+    return [(k, v) for k, v in out if k]
+
+
 @cache
 def _model_index() -> dict[str, tuple[str, str | None]]:
+    """Exact keys; a model id without its organisation comes last (``Llama-3.1-8B`` is the base
+    checkpoint, unless an alias already claims the short name for a same-size tune)."""
     index: dict[str, tuple[str, str | None]] = {}
     for m in models():
-        base_names = (m.id, *m.aliases)
-        for name in base_names:
-            for key in _key_variants(name):
-                index.setdefault(key, (m.id, None))
-        for v in m.variants:
-            for name in (v.id, *v.aliases, *([v.ollama] if v.ollama else [])):
-                for key in _key_variants(name):
-                    index.setdefault(key, (m.id, v.id))
-            for token in _QUANT_TOKENS.get(v.quant, ()):
-                for name in base_names:
-                    for key in _key_variants(name):
-                        index.setdefault(key + normalise(token), (m.id, v.id))
-            if v.gguf_type:
-                for name in base_names:
-                    for key in _key_variants(name):
-                        index.setdefault(key + normalise(v.gguf_type), (m.id, v.id))
+        for key, variant in exact_keys(m):
+            index.setdefault(key, (m.id, variant))
+    for m in models():
+        index.setdefault(model_key(_strip_org(m.id)), (m.id, None))
+    return index
+
+
+@cache
+def _loose_index() -> dict[str, list[str]]:
+    """Keys without instruct/chat/hf words (and without release words): key -> model ids."""
+    index: dict[str, list[str]] = {}
+    for m in models():
+        for name in (m.id, *m.aliases):
+            for key, _noted in _loose_keys(name):
+                ids = index.setdefault(key, [])
+                if m.id not in ids:
+                    ids.append(m.id)
     return index
 
 
@@ -256,29 +332,220 @@ def _model_by_id() -> dict[str, ModelSpec]:
     return {m.id: m for m in models()}
 
 
-def resolve_model(query: str) -> ModelMatch:
-    q = query.strip()
-    if not q:
-        raise NameNotFound("model", query, [])
-    if ":" in q:
-        tag = q.lower().removesuffix(":latest")
-        tags = _ollama_index()
-        hit_tag = tags.get(tag) or tags.get(q.lower())
-        if hit_tag is not None:
-            model = _model_by_id()[hit_tag[0]]
-            return ModelMatch(model, next(v for v in model.variants if v.id == hit_tag[1]))
+def same_memory(a: ModelSpec, b: ModelSpec) -> bool:
+    """Two catalog entries a memory estimate cannot tell apart (a chat tune and its base)."""
+    fields = ("num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim")
+    return (
+        all(getattr(a, f) == getattr(b, f) for f in fields)
+        and a.layer_groups == b.layer_groups
+        and a.mla == b.mla
+        and abs(a.params_b - b.params_b) <= 0.01 * b.params_b
+    )
+
+
+def _official(model: ModelSpec) -> Variant | None:
+    """The base name means the official checkpoint (FP8 for DeepSeek-V3, MXFP4 for gpt-oss, ...)."""
+    return next((v for v in model.variants if v.id == model.id), None)
+
+
+def _serving_variant(match: ModelMatch, engine: str | None) -> ModelMatch:
+    """vLLM / SGLang load safetensors: an Ollama tag or GGUF file name means the official checkpoint."""
+    v = match.variant
+    if engine not in ("vllm", "sglang") or v is None or v.quant != "gguf":
+        return match
+    official = _official(match.model)
+    label = official.id if official else match.model.id
+    note = f"{v.id} is a GGUF build; {engine} serves the checkpoint {label}"
+    return ModelMatch(match.model, official, _join(match.note, note))
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
+    """The catalog model a parsed name means: exact, then release words dropped, then fuzzy."""
     index = _model_index()
-    keys = [normalise(q), normalise(_strip_org(q))]
-    if ":" in q and q.endswith(":latest"):
-        keys.append(normalise(q[: -len(":latest")]))
-    hit = next((index[k] for k in keys if k in index), None)
+    by_id = _model_by_id()
+    names = [parsed.base]
+    if parsed.ollama_tag:
+        size = parsed.ollama_tag.split("-", 1)[0]
+        names.insert(0, f"{parsed.base}-{size}")
+    for name in names:
+        key = model_key(name)
+        if key in index:
+            model_id, variant_id = index[key]
+            model = by_id[model_id]
+            variant = next((v for v in model.variants if v.id == variant_id), None)
+            return ModelMatch(model, variant if variant_id else _official(model))
+    loose = _loose_index()
+    for name in names:
+        for key, noted in _loose_keys(name):
+            ids = loose.get(key)
+            if not ids:
+                continue
+            model = by_id[ids[0]]
+            if any(not same_memory(model, by_id[i]) for i in ids[1:]):
+                raise NameNotFound("model", query, ids[:5], ambiguous=True)
+            note = ""
+            if noted or model_key(_strip_org(name)) != model_key(_strip_org(model.id)):
+                note = (
+                    f"{_strip_org(name)} is not catalogued; assumed {model.id} (same layers, heads and size"
+                )
+                note += ", its context limit may differ)" if noted else ")"
+            return ModelMatch(model, _official(model), note)
+    key = model_key(_strip_org(names[-1]))
+    model_id, variant_id = index[_fuzzy_model(query, key, index)]
+    model = by_id[model_id]
+    variant = next((v for v in model.variants if v.id == variant_id), None)
+    return ModelMatch(model, variant or _official(model), f"closest catalog name to {query!r}: {model.id}")
+
+
+def _fuzzy_model(query: str, key: str, index: dict[str, tuple[str, str | None]]) -> str:
+    """A typo-level match only: same family word, same numbers with their units (``3`` is not ``3b``,
+    ``2506`` stays ``2506``), and a near-identical spelling. Anything looser is a question."""
+    wanted = sorted(key_numbers(key))
+    family = _family(key)
+    same = [k for k in index if _family(k) == family and sorted(key_numbers(k)) == wanted]
+    scored = process.extract(key, same, scorer=fuzz.ratio, limit=3) if same else []
+    if scored and scored[0][1] >= 95 and (len(scored) == 1 or scored[0][1] - scored[1][1] >= 3):
+        return scored[0][0]
+    raise NameNotFound("model", query, _closest(key, index))
+
+
+def _family(key: str) -> str:
+    """The leading letters of a key: ``magistral`` in ``magistralsmall2506``."""
+    out = []
+    for ch in key:
+        if not ch.isalpha():
+            break
+        out.append(ch)
+    return "".join(out)
+
+
+def _closest(key: str, index: dict[str, tuple[str, str | None]]) -> list[str]:
+    scored = process.extract(key, list(index), scorer=fuzz.WRatio, limit=15)
+    out: list[str] = []
+    for k, score, _ in scored:
+        name = index[k][1] or index[k][0]
+        if score >= 60 and name not in out:
+            out.append(name)
+    return out[:5]
+
+
+def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
+    """Pair the base geometry with the quantization the name asks for (a real size where catalogued)."""
+    model, quant = match.model, parsed.quant
+    if quant is None and parsed.ollama_tag:
+        return _ollama_variant(match, parsed)
+    if quant is None:
+        return match
+    if quant == "gguf":
+        return _gguf_variant(match, parsed)
+    for v in model.variants:
+        if v.quant == quant:
+            note = ""
+            if parsed.third_party and _strip_org(v.id).lower() != _strip_org(parsed.original).lower():
+                note = f"{parsed.original} is a third-party {quant} build; weights as {v.id}"
+            return ModelMatch(model, v, _join(match.note, note))
+    bits = _LINEAR_BITS.get(quant)
+    if bits is None:
+        raise NameNotFound("model", parsed.original, [], hint=f"no weight size known for {quant}")
+    variant = Variant(
+        id=parsed.original,
+        quant=quant,  # type: ignore[arg-type]
+        bits_per_weight=_bits_with_embeddings(model, bits),
+        source=f"bits computed: {quant} linears {bits:g} bits, embeddings and head 16-bit, on {model.id}'s shapes",
+    )
+    gib = model.params_b * 1e9 * (variant.bits_per_weight or 16) / 8 / 2**30
+    note = f"{parsed.original}: {quant} weights estimated from {model.id}'s shapes ({gib:.1f} GiB)"
+    return ModelMatch(model, variant, _join(match.note, note))
+
+
+def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
+    """``qwen3:30b-a3b``: an Ollama tag names Ollama's GGUF build; the catalogued one, if there is one."""
+    tags = [v for v in match.model.variants if v.ollama]
+    if not tags:
+        return match
+    size = (parsed.ollama_tag or "").split("-", 1)[0]
+    wanted = f"{parsed.base}:{size}".lower()
+    hit = next((v for v in tags if (v.ollama or "").lower() == wanted), None)
+    if hit is None and len(tags) == 1:
+        hit = tags[0]
     if hit is None:
-        hit = index[_fuzzy("model", q, keys[1], index)]
-    model = _model_by_id()[hit[0]]
-    # the base name means the official checkpoint (FP8 for DeepSeek-V3, MXFP4 for gpt-oss, ...)
-    wanted = hit[1] or model.id
-    variant = next((v for v in model.variants if v.id == wanted), None)
-    return ModelMatch(model, variant)
+        return match
+    note = "" if (hit.ollama or "").lower() == parsed.original.lower() else f"assumed Ollama's {hit.ollama}"
+    return ModelMatch(match.model, hit, _join(match.note, note))
+
+
+def _bits_with_embeddings(model: ModelSpec, linear_bits: float) -> float:
+    """Average bits per parameter when embeddings and head (2 x vocab x hidden) stay 16-bit."""
+    total = model.params_b * 1e9
+    embed = min(total, 2 * model.vocab_size * model.hidden_size)
+    return round((embed * 16 + (total - embed) * linear_bits) / total, 3)
+
+
+def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
+    model, wanted = match.model, parsed.gguf_type
+    ggufs = [v for v in model.variants if v.quant == "gguf"]
+    if wanted is None:
+        if match.variant is not None and match.variant.quant == "gguf":
+            return match
+        raise NameNotFound(
+            "model", parsed.original, [v.id for v in ggufs][:5], hint="name the GGUF file type, e.g. Q4_K_M"
+        )
+    hit = next((v for v in ggufs if (v.gguf_type or "").upper() == wanted.upper()), None)
+    if hit is not None:
+        note = ""
+        if parsed.ollama_tag and "-" in parsed.ollama_tag and (hit.ollama or "") != parsed.original:
+            note = f"{parsed.original}: assumed {hit.id} (same model size and file type)"
+        return ModelMatch(model, hit, _join(match.note, note))
+    fmt = next((f for f in quant_formats().weight_formats if f.engine == "gguf" and f.name == wanted), None)
+    bpw = fmt.effective_bpw or fmt.block_bpw if fmt else None
+    if not bpw:
+        raise NameNotFound("model", parsed.original, [], hint=f"no size known for GGUF type {wanted}")
+    variant = Variant(
+        id=parsed.original,
+        quant="gguf",
+        gguf_type=wanted,
+        bits_per_weight=bpw,
+        source=f"effective {wanted} bits per weight from calculator/data/quants.yaml on {model.id}'s size",
+    )
+    gib = model.params_b * 1e9 * bpw / 8 / 2**30
+    note = f"{parsed.original}: {wanted} file of {model.id}, size estimated at {bpw:g} bpw ({gib:.1f} GiB)"
+    return ModelMatch(model, variant, _join(match.note, note))
+
+
+def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
+    """The catalog model and checkpoint a name means; ``note`` says anything that was assumed.
+
+    ``engine`` (``vllm``/``sglang``/``llama.cpp``/``ollama``): vLLM and SGLang serve the safetensors
+    checkpoint, so an Ollama tag asked with them means the official checkpoint, not a GGUF file.
+    """
+    q = query.strip()
+    if not q or len(q) > 300:
+        raise NameNotFound("model", query[:80], [])
+    by_id = _model_by_id()
+    tags = _ollama_index()
+    hit_tag = tags.get(q.lower().removesuffix(":latest")) or tags.get(q.lower())
+    if hit_tag is not None:
+        model = by_id[hit_tag[0]]
+        variant = next(v for v in model.variants if v.id == hit_tag[1])
+        return _serving_variant(ModelMatch(model, variant), engine)
+    exact = _model_index().get(model_key(q)) or _model_index().get(model_key(_strip_org(q)))
+    if exact is not None and ":" not in q:
+        model = by_id[exact[0]]
+        variant = next((v for v in model.variants if v.id == exact[1]), None)
+        return _serving_variant(ModelMatch(model, variant if exact[1] else _official(model)), engine)
+    parsed = parse_name(q)
+    if model_key(parsed.base) in _ANONYMOUS_FILES:
+        raise NameNotFound(
+            "model", query, [], hint="a file name like this does not say which model; name the model"
+        )
+    if not model_key(parsed.base):
+        raise NameNotFound("model", query, [])
+    match = _quant_variant(_base_match(parsed, query), parsed)
+    return _serving_variant(match, engine)
 
 
 def _numbers(key: str) -> list[str]:

@@ -13,7 +13,8 @@ import pytest
 
 from calculator import catalog
 from calculator.kv import llamacpp_layout, vllm_layout
-from calculator.resolve import _key_variants, resolve_model
+from calculator.model_names import model_key
+from calculator.resolve import exact_keys, resolve_model, same_memory
 from calculator.units import KIB, MIB
 
 
@@ -177,11 +178,22 @@ def test_ollama_r1_32b_tag_is_the_qwen_distill_gguf():
 def test_no_name_maps_to_two_models():
     owners: dict[str, set[str]] = defaultdict(set)
     for m in catalog.models():
-        names = [m.id, *m.aliases]
-        for v in m.variants:
-            names += [v.id, *v.aliases, *([v.ollama] if v.ollama else [])]
-        for name in names:
-            for key in _key_variants(name):
-                owners[key].add(m.id)
+        for key, _variant in exact_keys(m):
+            owners[key].add(m.id)
     clashes = {k: sorted(v) for k, v in owners.items() if len(v) > 1}
     assert not clashes
+
+
+def test_a_short_name_shared_by_two_entries_means_the_same_memory():
+    """``Llama-3.1-8B`` (base) and the alias ``llama-3.1-8b`` (Instruct) may meet only when a memory
+    estimate cannot tell them apart."""
+    by_id = {m.id: m for m in catalog.models()}
+    owners: dict[str, set[str]] = defaultdict(set)
+    for m in catalog.models():
+        owners[model_key(m.id.split("/")[-1])].add(m.id)
+        for key, _variant in exact_keys(m):
+            owners[key].add(m.id)
+    for key, ids in owners.items():
+        first, *rest = sorted(ids)
+        for other in rest:
+            assert same_memory(by_id[first], by_id[other]), (key, first, other)

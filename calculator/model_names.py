@@ -1,0 +1,180 @@
+"""Take a model name apart the way people type it: ``TheBloke/zephyr-7B-beta-AWQ``,
+``Qwen2.5-7B-Instruct-Q4_K_M.gguf``, ``model-00001-of-00003.gguf``, ``gpt-oss:20b``.
+
+Pure string work (RE2, linear time): what is left is the base model name; the quantization found is
+returned next to it, so the resolver can pair the base geometry with that quant's weight size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import re2
+
+from calculator.catalog import quant_formats
+
+# Organisations that republish other vendors' checkpoints (quantized or reformatted).
+THIRD_PARTY_ORGS = frozenset(
+    {
+        "thebloke",
+        "unsloth",
+        "bartowski",
+        "lmstudio-community",
+        "redhatai",
+        "nm-testing",
+        "neuralmagic",
+        "hugging-quants",
+        "mlx-community",
+        "second-state",
+        "quantfactory",
+        "mradermacher",
+        "casperhansen",
+        "ggml-org",
+        "mistral-community",
+    }
+)
+
+# Repo-name suffixes -> catalog quant name. Longest first, matched at the end of the name.
+_QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("unsloth-bnb-4bit", "bnb-4bit"),
+    ("bnb-4bit", "bnb-4bit"),
+    ("bnb-nf4", "bnb-4bit"),
+    ("awq-int4", "awq"),
+    ("int4-awq", "awq"),
+    ("awq", "awq"),
+    ("gptq-int4", "gptq"),
+    ("gptq-4bit", "gptq"),
+    ("gptq-int8", "gptq-int8"),
+    ("gptq-8bit", "gptq-int8"),
+    ("gptq", "gptq"),
+    ("quantized.w4a16", "gptq"),
+    ("quantized.w8a16", "gptq-int8"),
+    ("quantized.w8a8", "fp8"),
+    ("w4a16", "gptq"),
+    ("w8a16", "gptq-int8"),
+    ("int4", "gptq"),
+    ("int8", "gptq-int8"),
+    ("fp8-dynamic", "fp8"),
+    ("fp8-static", "fp8"),
+    ("fp8-block", "fp8"),
+    ("fp8", "fp8"),
+    ("nvfp4", "nvfp4"),
+    ("fp4", "nvfp4"),
+    ("mxfp4", "mxfp4"),
+    ("bf16", "bf16"),
+    ("fp16", "fp16"),
+)
+
+_SHARD = re2.compile(r"(?i)[-_.]?0*\d+-of-0*\d+$")
+
+
+@dataclass(frozen=True)
+class ParsedName:
+    """``base``: the model name with organisation, file extension and quant tokens removed."""
+
+    original: str
+    org: str
+    base: str
+    quant: str | None = None  # catalog quant name ("awq", "gguf", ...)
+    gguf_type: str | None = None  # "Q4_K_M" for GGUF files and tags
+    ollama_tag: str | None = None  # "20b" in "gpt-oss:20b"
+
+    @property
+    def third_party(self) -> bool:
+        return self.org.lower() in THIRD_PARTY_ORGS
+
+
+@cache
+def gguf_types() -> tuple[str, ...]:
+    """GGUF file types llama.cpp names, longest first (``Q4_K_M`` before ``Q4_K``)."""
+    names = [f.name for f in quant_formats().weight_formats if f.engine == "gguf"]
+    return tuple(sorted(names, key=len, reverse=True))
+
+
+def _strip_gguf_type(stem: str) -> tuple[str, str | None]:
+    """``Qwen2.5-7B-Instruct-Q4_K_M`` -> (``Qwen2.5-7B-Instruct``, ``Q4_K_M``); unsloth ``UD-`` too."""
+    low = stem.lower()
+    for t in gguf_types():
+        tl = t.lower()
+        for sep in ("-", ".", "_"):
+            if low.endswith(sep + tl):
+                base = stem[: -(len(tl) + 1)]
+                if base.lower().endswith(("-ud", ".ud", "_ud")):
+                    base = base[:-3]
+                return base, t
+    return stem, None
+
+
+def _strip_quant_suffix(name: str) -> tuple[str, str | None]:
+    low = name.lower()
+    for suffix, quant in _QUANT_SUFFIXES:
+        for sep in ("-", "_", "."):
+            if low.endswith(sep + suffix):
+                return name[: -(len(suffix) + 1)], quant
+    return name, None
+
+
+def parse_name(query: str) -> ParsedName:
+    """Split ``query`` into organisation, base name and quantization (nothing is looked up here)."""
+    q = query.strip().strip("`'\"")
+    for prefix in ("https://huggingface.co/", "http://huggingface.co/", "huggingface.co/", "hf.co/"):
+        if q.lower().startswith(prefix):
+            q = q[len(prefix) :]
+    q = q.split("?", 1)[0].rstrip("/")
+    org, _, name = q.rpartition("/") if "/" in q else ("", "", q)
+    if "/" in org:  # a path: keep the first component after the host as org only when it is a repo id
+        org = org.rsplit("/", 1)[1]
+    gguf_type = None
+    quant = None
+    tag = None
+    if name.lower().endswith(".gguf"):
+        stem = _SHARD.sub("", name[: -len(".gguf")])
+        stem, gguf_type = _strip_gguf_type(stem)
+        return ParsedName(query, org, stem, "gguf", gguf_type)
+    if ":" in name:
+        name, _, tag = name.partition(":")
+        tag, gguf_type = _strip_gguf_type(tag)
+        tag = tag.lower().removesuffix("latest").strip("-") or None
+    if gguf_type is None:
+        name, gguf_type = _strip_gguf_type(name)
+    if name.lower().endswith("-gguf"):
+        name = name[: -len("-gguf")]
+        quant = "gguf"
+    if gguf_type:
+        quant = "gguf"
+    while True:
+        stripped, found = _strip_quant_suffix(name)
+        if found is None:
+            break
+        name, quant = stripped, quant or found
+    return ParsedName(query, org, name, quant, gguf_type, tag)
+
+
+def model_key(name: str) -> str:
+    """Lower-case, separators dropped, except between two digits where they are kept as ``.``/``-``:
+    ``Llama-3.1-8B`` -> ``llama3.1-8b``, so ``opt-1.3b`` and ``opt-13b`` stay apart."""
+    out: list[str] = []
+    pending = ""
+    for ch in name.lower():
+        if ch.isalnum():
+            if pending and out and out[-1].isdigit() and ch.isdigit():
+                out.append("." if pending == "." else "-")
+            pending = ""
+            out.append(ch)
+        elif ch == "." and not pending:
+            pending = "."
+        elif not pending:
+            pending = "-"
+    return "".join(out)
+
+
+_NUMBER = re2.compile(r"[0-9]+(?:\.[0-9]+)?(?:x[0-9]+)?[bmke]?")
+
+
+def key_numbers(key: str) -> list[str]:
+    """Numbers in a key with their unit (``3.1``, ``8b``, ``8x7b``): a match may not change any of them."""
+    return _NUMBER.findall(key)
+
+
+__all__ = ["THIRD_PARTY_ORGS", "ParsedName", "gguf_types", "key_numbers", "model_key", "parse_name"]

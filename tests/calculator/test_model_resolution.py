@@ -1,0 +1,449 @@
+"""Names people type -> the exact catalog entry and checkpoint, or a question; never a silent swap.
+
+Each row: (typed name, catalog model id, checkpoint label, whether the match must carry a note).
+A ``None`` model means the resolver must ask (NameNotFound) rather than answer for something else.
+A note is required whenever the answer is not the typed checkpoint itself: a chat tune answered with
+its base, a -2507 / -0905 release answered with the earlier one, a third-party build, an Ollama tag
+with extra words, a file size estimated from bits per weight.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator.catalog import variant_weight_bytes
+from calculator.resolve import NameNotFound, resolve_model
+from calculator.units import GIB
+
+NAMES: list[tuple[str, str | None, str | None, bool]] = [
+    ("meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B", False),
+    (
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        "meta-llama/Meta-Llama-3-8B-Instruct",
+        False,
+    ),
+    ("llama3:8b", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-8B-Instruct", False),
+    (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        False,
+    ),
+    (
+        "meta-llama/Meta-Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        False,
+    ),
+    ("Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", False),
+    ("llama3.1:8b", "meta-llama/Llama-3.1-8B-Instruct", "llama3.1:8b", False),
+    ("llama3.1:70b", "meta-llama/Llama-3.1-70B-Instruct", "llama3.1:70b", False),
+    (
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        False,
+    ),
+    (
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        False,
+    ),
+    ("llama3.3", "meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct", False),
+    (
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        False,
+    ),
+    (
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "meta-llama/Llama-3.2-3B-Instruct",
+        False,
+    ),
+    ("llama3.2:3b", "meta-llama/Llama-3.2-3B-Instruct", "llama3.2:3b", False),
+    (
+        "meta-llama/Llama-2-7b-chat-hf",
+        "meta-llama/Llama-2-7b-chat-hf",
+        "meta-llama/Llama-2-7b-chat-hf",
+        False,
+    ),
+    ("meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-hf", False),
+    ("meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-13b-hf", False),
+    ("llama2:70b", "meta-llama/Llama-2-70b-chat-hf", "llama2:70b", False),
+    (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        False,
+    ),
+    ("llama4:maverick", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama4:maverick", False),
+    ("codellama/CodeLlama-34b-Instruct-hf", "codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-hf", True),
+    (
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+        False,
+    ),
+    ("mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", False),
+    ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", True),
+    (
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        False,
+    ),
+    (
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        False,
+    ),
+    (
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        False,
+    ),
+    ("mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x7B-v0.1", False),
+    (
+        "mixtral 8x22b",
+        "mistralai/Mixtral-8x22B-Instruct-v0.1",
+        "mistralai/Mixtral-8x22B-Instruct-v0.1",
+        False,
+    ),
+    (
+        "mistralai/Mistral-Nemo-Instruct-2407",
+        "mistralai/Mistral-Nemo-Instruct-2407",
+        "mistralai/Mistral-Nemo-Instruct-2407",
+        False,
+    ),
+    (
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        False,
+    ),
+    (
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        False,
+    ),
+    ("Magistral-Small-2506", None, None, False),
+    (
+        "mistralai/Devstral-Small-2505",
+        "mistralai/Devstral-Small-2505",
+        "mistralai/Devstral-Small-2505",
+        False,
+    ),
+    ("Pixtral-12B", None, None, False),
+    ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", False),
+    ("Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B", False),
+    ("Qwen2.5-7B-Instruct-Q4_K_M.gguf", "Qwen/Qwen2.5-7B-Instruct", "qwen2.5:7b", False),
+    ("qwen2.5-7b-instruct-q8_0.gguf", "Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct-q8_0.gguf", True),
+    ("Qwen/Qwen2.5-32B-Instruct-AWQ", "Qwen/Qwen2.5-32B-Instruct", "Qwen/Qwen2.5-32B-Instruct-AWQ", False),
+    (
+        "Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4",
+        "Qwen/Qwen2.5-72B-Instruct",
+        "Qwen/Qwen2.5-72B-Instruct-GPTQ-Int4",
+        False,
+    ),
+    (
+        "Qwen/Qwen2.5-Coder-32B-Instruct",
+        "Qwen/Qwen2.5-Coder-32B-Instruct",
+        "Qwen/Qwen2.5-Coder-32B-Instruct",
+        False,
+    ),
+    ("qwen2.5-coder:32b", "Qwen/Qwen2.5-Coder-32B-Instruct", "qwen2.5-coder:32b", False),
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", False),
+    ("Qwen/QwQ-32B", "Qwen/QwQ-32B", "Qwen/QwQ-32B", False),
+    ("unsloth/QwQ-32B-unsloth-bnb-4bit", "Qwen/QwQ-32B", "unsloth/QwQ-32B-unsloth-bnb-4bit", True),
+    ("Qwen/QwQ-32B-AWQ", "Qwen/QwQ-32B", "Qwen/QwQ-32B-AWQ", False),
+    ("Qwen/Qwen3-8B", "Qwen/Qwen3-8B", "Qwen/Qwen3-8B", False),
+    ("qwen3:32b", "Qwen/Qwen3-32B", "qwen3:32b", False),
+    ("Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8", False),
+    ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", False),
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", True),
+    ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", True),
+    ("qwen3:30b-a3b", "Qwen/Qwen3-30B-A3B", "qwen3:30b", True),
+    ("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", False),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8", True),
+    (
+        "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+        "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+        "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+        False,
+    ),
+    (
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        False,
+    ),
+    ("Qwen3-Coder-480B", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-480B-A35B-Instruct", False),
+    (
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        False,
+    ),
+    (
+        "Qwen/Qwen3-Next-80B-A3B-Thinking",
+        "Qwen/Qwen3-Next-80B-A3B-Thinking",
+        "Qwen/Qwen3-Next-80B-A3B-Thinking",
+        False,
+    ),
+    ("qwen3-coder-next", None, None, False),
+    ("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", False),
+    ("Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-27B", False),
+    ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B", False),
+    ("qwen3.6-35b-a3b", "Qwen/Qwen3.6-35B-A3B", "Qwen/Qwen3.6-35B-A3B", False),
+    ("Qwen/Qwen1.5-7B-Chat", "Qwen/Qwen1.5-7B-Chat", "Qwen/Qwen1.5-7B-Chat", False),
+    ("Qwen/Qwen2-7B-Instruct", "Qwen/Qwen2-7B-Instruct", "Qwen/Qwen2-7B-Instruct", False),
+    ("microsoft/phi-2", "microsoft/phi-2", "microsoft/phi-2", False),
+    (
+        "microsoft/Phi-3-mini-4k-instruct",
+        "microsoft/Phi-3-mini-4k-instruct",
+        "microsoft/Phi-3-mini-4k-instruct",
+        False,
+    ),
+    (
+        "microsoft/Phi-3.5-mini-instruct",
+        "microsoft/Phi-3.5-mini-instruct",
+        "microsoft/Phi-3.5-mini-instruct",
+        False,
+    ),
+    ("microsoft/phi-4", "microsoft/phi-4", "microsoft/phi-4", False),
+    ("phi4", "microsoft/phi-4", "microsoft/phi-4", False),
+    ("google/gemma-2b", "google/gemma-2b", "google/gemma-2b", False),
+    ("google/gemma-2-9b-it", "google/gemma-2-9b-it", "google/gemma-2-9b-it", False),
+    ("google/gemma-3-27b-it", "google/gemma-3-27b-it", "google/gemma-3-27b-it", False),
+    ("gemma3:27b", "google/gemma-3-27b-it", "gemma3:27b", False),
+    ("gemma3:4b", "google/gemma-3-4b-it", "gemma3:4b", False),
+    ("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3", False),
+    ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3-0324", False),
+    ("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.1", False),
+    ("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2", False),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1", False),
+    ("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1-0528", False),
+    ("deepseek-r1:32b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "deepseek-r1:32b", False),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        False,
+    ),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+        False,
+    ),
+    (
+        "deepseek-ai/DeepSeek-V2-Lite-Chat",
+        "deepseek-ai/DeepSeek-V2-Lite-Chat",
+        "deepseek-ai/DeepSeek-V2-Lite-Chat",
+        False,
+    ),
+    ("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", None, None, False),
+    ("facebook/opt-125m", "facebook/opt-125m", "facebook/opt-125m", False),
+    ("facebook/opt-1.3b", "facebook/opt-1.3b", "facebook/opt-1.3b", False),
+    ("facebook/opt-13b", "facebook/opt-13b", "facebook/opt-13b", False),
+    ("facebook/opt-66b", "facebook/opt-66b", "facebook/opt-66b", False),
+    ("moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Instruct", False),
+    ("moonshotai/Kimi-K2-Instruct-0905", "moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Instruct", True),
+    ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", False),
+    ("Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", False),
+    ("MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.5", False),
+    ("MiniMaxAI/MiniMax-M2", None, None, False),
+    ("zai-org/GLM-4.5-Air", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.5-Air", False),
+    ("zai-org/GLM-4.6", "zai-org/GLM-4.6", "zai-org/GLM-4.6", False),
+    ("zai-org/GLM-4.7", "zai-org/GLM-4.7", "zai-org/GLM-4.7", False),
+    ("zai-org/GLM-4.7-FP8", "zai-org/GLM-4.7", "zai-org/GLM-4.7-FP8", False),
+    ("openai/gpt-oss-20b", "openai/gpt-oss-20b", "openai/gpt-oss-20b", False),
+    ("openai/gpt-oss-120b", "openai/gpt-oss-120b", "openai/gpt-oss-120b", False),
+    ("gpt-oss:20b", "openai/gpt-oss-20b", "gpt-oss:20b", False),
+    ("gpt-oss:120b", "openai/gpt-oss-120b", "gpt-oss:120b", False),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        False,
+    ),
+    ("TheBloke/zephyr-7B-beta-AWQ", None, None, False),
+    ("TheBloke/Llama-2-7B-Chat-AWQ", "meta-llama/Llama-2-7b-chat-hf", "TheBloke/Llama-2-7B-Chat-AWQ", False),
+    (
+        "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ",
+        "mistralai/Mistral-7B-Instruct-v0.2",
+        "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ",
+        True,
+    ),
+    ("tiiuae/falcon-40b-instruct", "tiiuae/falcon-40b-instruct", "tiiuae/falcon-40b-instruct", False),
+    ("zai-org/GLM-5-FP8", "zai-org/GLM-5", "zai-org/GLM-5-FP8", False),
+    ("glm-5.1", "zai-org/GLM-5.1", "zai-org/GLM-5.1", False),
+    (
+        "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        False,
+    ),
+    (
+        "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        False,
+    ),
+    (
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic",
+        True,
+    ),
+    (
+        "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8-dynamic",
+        True,
+    ),
+    (
+        "nm-testing/Qwen2.5-7B-Instruct-FP8-dynamic",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "nm-testing/Qwen2.5-7B-Instruct-FP8-dynamic",
+        True,
+    ),
+    (
+        "unsloth/Llama-3.2-3B-Instruct-bnb-4bit",
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "unsloth/Llama-3.2-3B-Instruct-bnb-4bit",
+        True,
+    ),
+    (
+        "unsloth/Qwen2.5-7B-Instruct-unsloth-bnb-4bit",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "unsloth/Qwen2.5-7B-Instruct-unsloth-bnb-4bit",
+        True,
+    ),
+    ("bartowski/Qwen2.5-7B-Instruct-GGUF", None, None, False),
+    ("lmstudio-community/Qwen2.5-7B-Instruct-GGUF", None, None, False),
+    (
+        "bartowski/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "llama3.1:8b",
+        False,
+    ),
+    (
+        "Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf",
+        True,
+    ),
+    (
+        "Llama-3.2-3B-Instruct-Q8_0.gguf",
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "Llama-3.2-3B-Instruct-Q8_0.gguf",
+        True,
+    ),
+    ("gemma-2-9b-it-Q4_K_M.gguf", "google/gemma-2-9b-it", "gemma-2-9b-it-Q4_K_M.gguf", True),
+    ("Qwen3-30B-A3B-Q4_K_M.gguf", "Qwen/Qwen3-30B-A3B", "qwen3:30b", False),
+    ("model-00001-of-00003.gguf", None, None, False),
+    (
+        "nvidia/Llama-3.3-70B-Instruct-FP4",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        "nvidia/Llama-3.3-70B-Instruct-FP4",
+        False,
+    ),
+    ("Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-FP8", False),
+    ("Qwen/Qwen3.5-122B-A10B-FP8", "Qwen/Qwen3.5-122B-A10B", "Qwen/Qwen3.5-122B-A10B-FP8", False),
+    ("llama3", None, None, False),
+    ("qwen", None, None, False),
+    ("llama", None, None, False),
+    ("gpt", None, None, False),
+    (
+        "HuggingFaceTB/SmolLM2-360M-Instruct",
+        "HuggingFaceTB/SmolLM2-360M-Instruct",
+        "HuggingFaceTB/SmolLM2-360M-Instruct",
+        False,
+    ),
+    (
+        "allenai/OLMo-2-1124-7B-Instruct",
+        "allenai/OLMo-2-1124-7B-Instruct",
+        "allenai/OLMo-2-1124-7B-Instruct",
+        False,
+    ),
+    ("bigcode/starcoder2-7b", "bigcode/starcoder2-7b", "bigcode/starcoder2-7b", False),
+    ("qwen3:30b-a3b-instruct-2507-q4_K_M", "Qwen/Qwen3-30B-A3B", "qwen3:30b", True),
+    ("llama3.1:8b-instruct-q4_K_M", "meta-llama/Llama-3.1-8B-Instruct", "llama3.1:8b", True),
+    ("qwen2.5:7b-instruct-q8_0", "Qwen/Qwen2.5-7B-Instruct", "qwen2.5:7b-instruct-q8_0", True),
+    ("Llama-3.1-8B-Instruct-UD-Q4_K_XL.gguf", None, None, False),
+    ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.5", False),
+    ("zai-org/GLM-4.7-Flash", "zai-org/GLM-4.7-Flash", "zai-org/GLM-4.7-Flash", False),
+    (
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8",
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8",
+        False,
+    ),
+    ("deepseek-ai/DeepSeek-V3.2-Exp", None, None, False),
+    ("nvidia/DeepSeek-R1-NVFP4", "deepseek-ai/DeepSeek-R1", "nvidia/DeepSeek-R1-NVFP4", False),
+]
+
+
+def test_the_list_is_long_enough():
+    assert len(NAMES) >= 100
+    assert len({n for n, *_ in NAMES}) == len(NAMES)
+
+
+@pytest.mark.parametrize(("name", "model_id", "label", "noted"), NAMES)
+def test_name_resolves_exactly_or_asks(name: str, model_id: str | None, label: str | None, noted: bool):
+    if model_id is None:
+        with pytest.raises(NameNotFound):
+            resolve_model(name)
+        return
+    match = resolve_model(name)
+    assert (match.model.id, match.label) == (model_id, label)
+    assert bool(match.note) is noted, match.note
+
+
+def test_issue_examples_that_were_substituted_now_ask_or_say_so():
+    for name in ("qwen3-coder-next", "Magistral-Small-2506", "llama3", "model-00001-of-00003.gguf"):
+        with pytest.raises(NameNotFound):
+            resolve_model(name)
+    thinking = resolve_model("Kimi-K2-Thinking")
+    assert thinking.model.id == "moonshotai/Kimi-K2-Thinking"
+    # INT4 routed experts: 1014.7B at 4.5 bits + 11.7B at bf16 = 594 GB, not the FP8 Instruct's 1027 GB
+    assert round(variant_weight_bytes(thinking.model, thinking.variant) / 1e9) == 594
+
+
+@pytest.mark.parametrize(
+    ("name", "engine", "label", "gib"),
+    [
+        ("gpt-oss:20b", "vllm", "openai/gpt-oss-20b", 12.8),
+        ("gpt-oss:120b", "sglang", "openai/gpt-oss-120b", 60.8),
+        ("gpt-oss:20b", "ollama", "gpt-oss:20b", 13.0),
+        ("qwen3:32b", "vllm", "Qwen/Qwen3-32B", 61.0),
+    ],
+)
+def test_an_ollama_tag_with_vllm_means_the_real_checkpoint(name: str, engine: str, label: str, gib: float):
+    match = resolve_model(name, engine=engine)
+    assert match.label == label
+    assert round(variant_weight_bytes(match.model, match.variant) / GIB, 1) == gib
+    assert bool(match.note) is (engine != "ollama")
+
+
+def test_a_third_party_quant_keeps_the_base_geometry_and_its_own_size():
+    base = resolve_model("Qwen/Qwen2.5-7B-Instruct")
+    bnb = resolve_model("unsloth/Qwen2.5-7B-Instruct-unsloth-bnb-4bit")
+    assert bnb.model is base.model
+    assert bnb.variant is not None and bnb.variant.quant == "bnb-4bit"
+    # 4.127 bits on the linears, 16-bit embeddings and head: 5.2 GiB, not the 14.2 GiB bf16 checkpoint
+    assert round(variant_weight_bytes(bnb.model, bnb.variant) / GIB, 1) == 5.2
+
+
+def test_gguf_shard_and_type_are_read_from_the_file_name():
+    match = resolve_model("Qwen2.5-7B-Instruct-Q8_0-00001-of-00002.gguf")
+    assert match.model.id == "Qwen/Qwen2.5-7B-Instruct"
+    assert match.variant is not None and match.variant.gguf_type == "Q8_0"
