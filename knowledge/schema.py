@@ -65,6 +65,8 @@ Category = Literal[
     "illegal_memory_access",
     "chat_template",
     "unsupported_architecture",
+    # a launcher's own "could not load" line: the cause is in the backend's lines before it
+    "load_failed",
 ]
 
 # Categories for non-memory configuration errors we still know how to fix.
@@ -83,6 +85,7 @@ CONFIG_CATEGORIES: frozenset[str] = frozenset(
         "illegal_memory_access",
         "chat_template",
         "unsupported_architecture",
+        "load_failed",
     }
 )
 # The corpus README's vocabulary: every other category (a config error is never one of these).
