@@ -150,7 +150,9 @@ def score_record(record: dict, score: FileScore) -> None:
         if root is not None and root.category == expected and expected in CONFIG_CATEGORIES:
             score.answered += 1
         elif expected in CONFIG_CATEGORIES:
-            score.misses.append(f"{record['id']}: not answered as {expected} (root {root and root.signature})")
+            score.misses.append(
+                f"{record['id']}: not answered as {expected} (root {root and root.signature})"
+            )
     else:
         score.positives += 1
         expected = FAMILY_CATEGORY.get(family)
