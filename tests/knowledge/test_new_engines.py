@@ -280,3 +280,15 @@ def test_chatter_about_these_errors_stays_silent():
         "the chat template is wrong for this model I think",
     ):
         assert detect(text).findings == []
+
+
+def test_a_real_oom_outranks_an_incidental_permission_warning():
+    text = (
+        "Ignored error while writing commit hash to /root/.cache/huggingface/hub/models--x--y/refs/main: "
+        "[Errno 13] Permission denied: '/root/.cache/huggingface/hub'.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+        "23.55 GiB of which 512.00 MiB is free."
+    )
+    findings = detect(text).findings
+    assert findings[0].category == "gpu_oom"
+    assert "common.permission_denied" in [f.signature for f in findings]
