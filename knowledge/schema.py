@@ -52,11 +52,41 @@ Category = Literal[
     "kv_quant_needs_flash_attn",
     "gpu_unsupported",
     "invalid_argument",
+    # not memory, though they read like it: the cause is a bug, a per-allocation or per-buffer limit,
+    # disk space, or an estimate the engine got wrong
+    "looks_like_memory",
+    # common failures with a short fix that no memory arithmetic explains
+    "nccl_shared_memory",
+    "hub_access",
+    "disk_full",
+    "permission_denied",
+    "port_in_use",
+    "driver_mismatch",
+    "illegal_memory_access",
+    "chat_template",
+    "unsupported_architecture",
+    # a launcher's own "could not load" line: the cause is in the backend's lines before it
+    "load_failed",
 ]
 
 # Categories for non-memory configuration errors we still know how to fix.
 CONFIG_CATEGORIES: frozenset[str] = frozenset(
-    {"kv_quant_needs_flash_attn", "gpu_unsupported", "invalid_argument"}
+    {
+        "kv_quant_needs_flash_attn",
+        "gpu_unsupported",
+        "invalid_argument",
+        "looks_like_memory",
+        "nccl_shared_memory",
+        "hub_access",
+        "disk_full",
+        "permission_denied",
+        "port_in_use",
+        "driver_mismatch",
+        "illegal_memory_access",
+        "chat_template",
+        "unsupported_architecture",
+        "load_failed",
+    }
 )
 # The corpus README's vocabulary: every other category (a config error is never one of these).
 MEMORY_CATEGORIES: frozenset[str] = frozenset(get_args(Category)) - CONFIG_CATEGORIES
@@ -142,7 +172,28 @@ REMEDIES: frozenset[str] = frozenset(
     }
 )
 
-Engine = Literal["vllm", "llama.cpp", "ollama", "sglang", "tgi", "pytorch", "custom"]
+Engine = Literal[
+    "vllm",
+    "llama.cpp",
+    "ollama",
+    "sglang",
+    "tgi",
+    "pytorch",
+    "lmstudio",
+    "mlx",
+    "tensorrt-llm",
+    "exllamav2",
+    "koboldcpp",
+    "llama-cpp-python",
+    "sycl",
+    "vulkan",
+    "vllm.rs",
+    "localai",
+    "aphrodite",
+    "text-generation-webui",
+    "any",
+    "custom",
+]
 CONTEXT_FIELDS = (
     "model",
     "gpu",
@@ -210,6 +261,11 @@ class Signature(_Strict):
     captures: dict[str, Unit] = {}
     cause: str
     remedies: list[str] = []
+    advice: list[str] = Field(
+        default=[],
+        description="short steps the reply lists when no remedy computes a fix; may name captures as "
+        "{name}, e.g. 'run the container with --ipc=host (or --shm-size=16g)'",
+    )
     versions: str | None = Field(
         default=None,
         description="engine versions that print this wording, e.g. '<=0.10.2' or '>=0.15'; the newest "
@@ -249,6 +305,10 @@ class Signature(_Strict):
                 ("_gib", "_mib", "_bytes")
             ):
                 raise ValueError(f"memory capture {name!r} must end in _gib, _mib or _bytes")
+        for step in self.advice:
+            for name in re2.findall(r"\{([a-z_]+)\}", step):
+                if name not in self.captures:
+                    raise ValueError(f"advice names {{{name}}}, which is not declared under captures")
         return self
 
 
