@@ -14,6 +14,8 @@ All patterns are RE2 (linear time); the line passes are single scans.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import re2
 
 # "←[0m", "←[1;36m": the ESC byte shown as U+2190 by cmd.exe / PowerShell without VT processing
@@ -72,7 +74,7 @@ def cloudwatch_duplicates(text: str) -> str:
         return text
     kept = [lines[0]]
     dropped = 0
-    for prev, line in zip(lines, lines[1:], strict=False):
+    for prev, line in pairwise(lines):
         stamp = _CW_STAMP.match(prev)
         if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
             dropped += 1
