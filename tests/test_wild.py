@@ -31,6 +31,7 @@ WILD_FAMILY_CATEGORY = {
     **FAMILY_CATEGORY,
     "sglang_request_too_long": "context_exceeded",
     "llamacpp_fit_log": "memory_report",
+    "sglang_decode_retract": "kv_cache_too_small",
 }
 
 KNOWN_MISSES = {
