@@ -2,6 +2,7 @@
 
 - decode bytes leniently, drop NULs, zero-width and bidi-control characters, NFKC-fold look-alike digits;
 - strip ANSI colour sequences (also with the escape byte lost: ``[34m``);
+- undo what other tools did to the paste (bot/unwrap.py: ``←[0m``, quote bars, glued records, doubled lines);
 - strip log prefixes (vLLM, Ray, torchrun, docker compose, journald, Go slog, SGLang, llama.cpp timestamps,
   CI timestamps) — nested ones too;
 - re-join hard-wrapped lines into logical lines.  A wrap may have split a word (``KV cach`` / ``e``)
@@ -20,6 +21,8 @@ import bisect
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from bot.unwrap import unwrap
 
 # NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
 _INVISIBLE = re.compile("[\x00\x02\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
@@ -43,15 +46,16 @@ PREFIX_PATTERNS = [
     r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}+[ \t]++\|[ \t]",
     # podman / tagged: "[llama-cpp] | "
     r"\[[A-Za-z0-9_.-][A-Za-z0-9_. -]{0,29}+\][ \t]++\|[ \t]",
-    # journald: "Aug 08 23:02:37 host ollama[1617]: "
-    r"[A-Z][a-z]{2} ++[0-9]{1,2} [0-9:]{8} [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
+    # journald: "Aug 08 23:02:37 host ollama[1617]: " (also a lower-case locale month: "dec 08 ...")
+    r"[A-Za-z][a-z]{2} ++[0-9]{1,2} [0-9:]{8} [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
     # Go slog (msg= and the key=value fields after it are kept)
     r"time=[^ \t\n]++ level=[A-Za-z]++ source=[^ \t\n]++ ",
     # worker prefixes: "(VllmWorker rank=3 pid=1090) ", "(EngineCore_DP0 pid=1133552) ",
     # "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) ", also with the "(" lost
     r"\(?[A-Za-z][A-Za-z0-9_]*+(?: rank=[0-9]++)? pid=[0-9]++(?:, ip=[0-9a-fA-F.:]++)?\)[ \t]*+",
-    # vLLM logger: "INFO 04-12 08:21:19 [worker.py:267] " and older "INFO 08-19 07:51:03 model_runner.py:732] "
-    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]++ (?:\[[A-Za-z0-9_.]++:[0-9]++\]|[A-Za-z0-9_.]++:[0-9]++\])[ \t]*+",
+    # vLLM logger: "INFO 04-12 08:21:19 [worker.py:267] " ("[v1/engine/core.py:842]" with VLLM_LOGGING's
+    # relative paths) and older "INFO 08-19 07:51:03 model_runner.py:732] "
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]++ (?:\[[A-Za-z0-9_./]++:[0-9]++\]|[A-Za-z0-9_.]++:[0-9]++\])[ \t]*+",
     # torchrun: "[rank0]: "
     r"\[(?:rank|default)[0-9]++\]:[ \t]?",
     # fastchat: "2024-01-22 14:32:27 | ERROR | stderr | "
@@ -62,8 +66,19 @@ PREFIX_PATTERNS = [
     r"[0-9]++\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWEDT] ",
     # Aphrodite / uvicorn: "INFO:     "
     r"(?:INFO|WARNING|ERROR|DEBUG):[ \t]++",
+    # Lemonade (after its timestamp): "[Info] (Process) ", "[Error] (WrappedServer) "
+    r"\[(?:Info|Warn|Warning|Error|Debug|Trace|Fatal)\] \([A-Za-z][A-Za-z0-9_]*+\) ",
+    # a container name in brackets (docker logs -t, Lemonade in Docker): "[lemonade-server-app-1] "
+    r"\[[A-Za-z0-9][A-Za-z0-9_.]*+(?:-[A-Za-z0-9_.]++)++\] ",
+    # LocalAI (zerolog console): "3:44PM DBG ", then "GRPC(<model>-127.0.0.1:44793): stderr "
+    r"[0-9]{1,2}:[0-9]{2}[AP]M (?:TRC|DBG|INF|WRN|ERR|FTL) ",
+    r"GRPC\([^)\n]{1,200}+\): std(?:err|out) ",
+    # Google Cloud Logging / GKE copy: "INFO 2025-11-19T20:16:36.096625454Z [resource.labels.containerName: vllm] "
+    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++Z \[[^\]\n]{1,120}+\] ",
+    # Home Assistant (after its timestamp and level): "(MainThread) [homeassistant.components.ollama] "
+    r"\([A-Za-z][A-Za-z0-9_-]{0,40}+\) \[[a-z][a-z0-9_.]{0,100}+\] ",
 ]
-MAX_PREFIX_LAYERS = 4
+MAX_PREFIX_LAYERS = 6
 _PREFIX_M = re.compile(
     "(?m)^(?:" + "|".join(f"(?:{p})" for p in PREFIX_PATTERNS) + f"){{1,{MAX_PREFIX_LAYERS}}}+"
 )
@@ -191,7 +206,7 @@ def wrapped_mid_record(prev_raw: str, line: str) -> bool:
 
 
 def normalize(data: bytes | str) -> Normalized:
-    raw_text = visible(decode(data))
+    raw_text = unwrap(visible(decode(data)))  # undo quote bars, glued records, doubled lines
     raw_lines = raw_text.split("\n")
     cleaned: list[str] = []
     prefixed: list[bool] = []

@@ -71,6 +71,49 @@ def test_python_re_patterns_never_backtrack(pattern):
         ("2024-01-22 14:32:27 | ERROR | stderr | Traceback", "Traceback"),
         ("[llama-cpp] | Exception: Requested tokens", "Exception: Requested tokens"),
         ("INFO:       Total GPU memory: 47.53 GiB", "Total GPU memory: 47.53 GiB"),
+        # launchers and platforms that re-prefix the engine's lines (lines from real threads)
+        (  # Lemonade (lemonade-sdk/vllm-rocm#5)
+            "2026-06-09 14:01:52.982 [Error] (Process) (EngineCore pid=42521) ERROR 06-09 14:01:52 [core.py:1136] ValueError: To",
+            "ValueError: To",
+        ),
+        (  # Lemonade in Docker with docker logs -t and llama.cpp's own timestamp (lemonade-sdk/lemonade#2879)
+            "2026-08-02T18:00:30.700305461Z [lemonade-server-app-1] 2026-08-02 18:00:30.700 [Info] (Process) "
+            "0.04.413.360 E llama_model_load_from_file_impl: failed to load model",
+            "llama_model_load_from_file_impl: failed to load model",
+        ),
+        (  # Lemonade under systemd (lemonade-sdk/lemonade#1804)
+            "May 05 17:05:54 foundry lemond[1726173]: 2026-05-05 17:05:54.280 [Debug] (Server) No tools in request",
+            "No tools in request",
+        ),
+        (  # LocalAI's gRPC backend relay (mudler/LocalAI#1729)
+            "3:44PM DBG GRPC(5c7cd056ecf9a4bb5b527410b97f48cb-127.0.0.1:44793): stderr llm_load_print_meta: rope type        = 0",
+            "llm_load_print_meta: rope type        = 0",
+        ),
+        (  # LocalAI's backend fallback loop (mudler/LocalAI#5339)
+            "9:01PM ERR [llama-cpp] Failed loading model, trying with fallback 'llama-cpp-fallback', error: x",
+            "Failed loading model, trying with fallback 'llama-cpp-fallback', error: x",
+        ),
+        (  # Google Cloud Logging copy with vLLM's relative logger path (vllm-project/vllm#29049)
+            "INFO 2025-11-19T20:16:36.096638074Z [resource.labels.containerName: vllm] (EngineCore_DP0 pid=270) "
+            "ERROR 11-19 12:16:36 [v1/engine/core.py:842] torch.OutOfMemoryError: CUDA out of memory.",
+            "torch.OutOfMemoryError: CUDA out of memory.",
+        ),
+        (  # Home Assistant's Ollama integration (home-assistant/core#139085)
+            "2025-02-22 17:06:31.627 ERROR (MainThread) [homeassistant.components.ollama.conversation] Unexpected error",
+            "Unexpected error",
+        ),
+        (  # journald in a lower-case locale (ollama/ollama#2187)
+            'dec 08 18:05:36 rig2 ollama[19103]: time=2024-12-08T18:05:36.508+02:00 level=DEBUG source=memory.go:330 msg="x"',
+            'msg="x"',
+        ),
+        (
+            "(Worker_TP0_EP0 pid=1707110) ERROR 11-29 20:52:18 [multiproc_executor.py:597] RuntimeError: x",
+            "RuntimeError: x",
+        ),
+        (
+            "(Worker_PP1_TP0 pid=583) WARNING 01-28 00:18:18 [multiproc_executor.py:786] WorkerProc",
+            "WorkerProc",
+        ),
     ],
 )
 def test_prefixes_stripped(line, rest):
@@ -121,3 +164,83 @@ def test_decimal_comma_and_thousands_numbers():
 
 def test_python_re_compiles_possessive():
     assert re.compile(N._PREFIX_M.pattern)
+
+
+# --- pastes wrapped by other tools (bot/unwrap.py) ----------------------------------------------------
+
+
+def test_windows_console_arrow_ansi():
+    text = (
+        "\u2190[1;36m(EngineCore_DP0 pid=5)\u2190[0;0m INFO 10-01 10:00:00 [gpu_worker.py:400] Estimated CUDA graph memory: 1.25 GiB total\n"
+        "\u2190[1;36m(EngineCore_DP0 pid=5)\u2190[0;0m ERROR 10-01 10:00:01 [core.py:1] ValueError: No available memory for the cache blocks."
+    )
+    assert N.normalize(text).lines == (
+        "Estimated CUDA graph memory: 1.25 GiB total",
+        "ValueError: No available memory for the cache blocks.",
+    )
+
+
+def test_a_single_arrow_in_text_is_kept():
+    assert N.normalize("layers 0 \u2190 31 moved").lines == ("layers 0 \u2190 31 moved",)
+
+
+@pytest.mark.parametrize("bar", ["\u258e ", "> "])
+def test_chat_quote_bars_removed(bar):
+    text = f"{bar}ValueError: No available memory for the cache blocks.\n{bar}Try increasing `gpu_memory_utilization`"
+    assert N.normalize(text).lines == (
+        "ValueError: No available memory for the cache blocks.",
+        "Try increasing `gpu_memory_utilization`",
+    )
+
+
+def test_a_shell_prompt_line_is_not_a_quote_bar():
+    text = "> ollama run qwen3\nError: 500 Internal Server Error: memory layout cannot be allocated"
+    assert N.normalize(text).lines[0] == "> ollama run qwen3"
+
+
+def test_glued_records_are_split():
+    text = (
+        "ValueError: No available memory for the cache blocks. See docs for more details."
+        "(Worker_PP6 pid=583) WARNING 01-28 00:18:18 [multiproc_executor.py:786] WorkerProc was terminated "
+        "(Worker_PP1 pid=578) WARNING 01-28 00:18:18 [multiproc_executor.py:786] WorkerProc was terminated"
+    )
+    assert N.normalize(text).lines == (
+        "ValueError: No available memory for the cache blocks. See docs for more details.",
+        "WorkerProc was terminated",
+        "WorkerProc was terminated",
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vllm-1  | (EngineCore_DP0 pid=3) ERROR 11-18 18:07:28 [core.py:1] ValueError: x",
+        "  | [2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] ValueError: x",
+        "(EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x",
+    ],
+)
+def test_stacked_prefixes_are_not_split(line):
+    assert N.normalize(line).lines == ("ValueError: x",)
+
+
+def test_cloudwatch_doubled_lines_collapse():
+    text = (
+        "2025-05-02T10:11:12.345Z    ValueError: No available memory for the cache blocks.\n"
+        "ValueError: No available memory for the cache blocks.\n"
+        "2025-05-02T10:11:13.001Z    next line\n"
+        "next line"
+    )
+    assert N.normalize(text).lines == ("ValueError: No available memory for the cache blocks.", "next line")
+
+
+def test_number_cut_by_a_fixed_width_wrap_is_rejoined():
+    from bot.detector import detect
+
+    text = (
+        "(EngineCore pid=316) ValueError: To serve at least one request with the model's max seq len (1000\n"
+        "00), (4.26 GiB KV cache is needed, which is larger than the available KV cache memory (4.25 GiB)."
+    )
+    finding = detect(text).findings[0]
+    assert finding.signature == "vllm.kv_cache_too_small.v1"
+    assert finding.params["max_model_len"] == 100000
+    assert finding.params["kv_cache_gib"] == 4.25
