@@ -60,6 +60,9 @@ FAMILY_CATEGORY = {
     "llamacpp_kv_buffer_log": "memory_report",
     "ollama_offload_log": "memory_report",
     "sglang_kv_alloc_log": "memory_report",
+    "sglang_request_too_long": "context_exceeded",
+    "llamacpp_fit_log": "memory_report",
+    "sglang_decode_retract": "kv_cache_too_small",
 }
 # a fact's name in the corpus -> the name a finding carries it under, where the two differ
 FACT_ALIASES = {"max_seq_len": "max_model_len", "gpu_total_gib": "total_gib"}

@@ -69,7 +69,8 @@ PREFIX_PATTERNS = [
     # Lemonade (after its timestamp): "[Info] (Process) ", "[Error] (WrappedServer) "
     r"\[(?:Info|Warn|Warning|Error|Debug|Trace|Fatal)\] \([A-Za-z][A-Za-z0-9_]*+\) ",
     # a container name in brackets (docker logs -t, Lemonade in Docker): "[lemonade-server-app-1] "
-    r"\[[A-Za-z0-9][A-Za-z0-9_.]*+(?:-[A-Za-z0-9_.]++)++\] ",
+    # (compose replicas end in "-N": "[llama-cpp] " is LocalAI's backend tag, not a prefix)
+    r"\[(?:[A-Za-z0-9_.]++-)++[0-9]++\] ",
     # LocalAI (zerolog console): "3:44PM DBG ", then "GRPC(<model>-127.0.0.1:44793): stderr "
     r"[0-9]{1,2}:[0-9]{2}[AP]M (?:TRC|DBG|INF|WRN|ERR|FTL) ",
     r"GRPC\([^)\n]{1,200}+\): std(?:err|out) ",

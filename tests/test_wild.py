@@ -32,6 +32,8 @@ WILD_FAMILY_CATEGORY = {
     "sglang_request_too_long": "context_exceeded",
     "llamacpp_fit_log": "memory_report",
     "sglang_decode_retract": "kv_cache_too_small",
+    "mlx_metal_oom": "gpu_oom",
+    "candle_cuda_oom": "gpu_oom",
 }
 
 KNOWN_MISSES = {

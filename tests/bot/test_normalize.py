@@ -89,9 +89,13 @@ def test_python_re_patterns_never_backtrack(pattern):
             "3:44PM DBG GRPC(5c7cd056ecf9a4bb5b527410b97f48cb-127.0.0.1:44793): stderr llm_load_print_meta: rope type        = 0",
             "llm_load_print_meta: rope type        = 0",
         ),
-        (  # LocalAI's backend fallback loop (mudler/LocalAI#5339)
+        (  # LocalAI's backend fallback loop (mudler/LocalAI#5339): the backend tag is kept, signatures read it
             "9:01PM ERR [llama-cpp] Failed loading model, trying with fallback 'llama-cpp-fallback', error: x",
-            "Failed loading model, trying with fallback 'llama-cpp-fallback', error: x",
+            "[llama-cpp] Failed loading model, trying with fallback 'llama-cpp-fallback', error: x",
+        ),
+        (  # a compose replica in brackets is a prefix
+            "[lemonade-server-app-1] ERROR: x",
+            "x",
         ),
         (  # Google Cloud Logging copy with vLLM's relative logger path (vllm-project/vllm#29049)
             "INFO 2025-11-19T20:16:36.096638074Z [resource.labels.containerName: vllm] (EngineCore_DP0 pid=270) "
