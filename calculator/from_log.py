@@ -230,7 +230,12 @@ def _read_llamacpp(text: str) -> LogModel | None:
         return None
     engine = "ollama" if ollama or "ollama" in text[:200_000].lower() else "llama.cpp"
     arch = _meta_from_print(printed, meta) or (ollama.group(1) if ollama else None)
-    name = meta.get("general.name") or (ollama.group(3) if ollama else None) or arch
+    name = (
+        meta.get("general.name")
+        or printed.get("general.name")
+        or (ollama.group(3) if ollama else None)
+        or arch
+    )
     file_type = _file_type(printed, meta, ollama.group(2) if ollama else None)
     notes: list[str] = []
     settings: dict[str, Any] = {}
