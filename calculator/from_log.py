@@ -230,12 +230,7 @@ def _read_llamacpp(text: str) -> LogModel | None:
         return None
     engine = "ollama" if ollama or "ollama" in text[:200_000].lower() else "llama.cpp"
     arch = _meta_from_print(printed, meta) or (ollama.group(1) if ollama else None)
-    name = (
-        meta.get("general.name")
-        or printed.get("general.name")
-        or (ollama.group(3) if ollama else None)
-        or arch
-    )
+    name = meta.get("general.name") or printed.get("general.name") or (ollama.group(3) if ollama else None)
     file_type = _file_type(printed, meta, ollama.group(2) if ollama else None)
     notes: list[str] = []
     settings: dict[str, Any] = {}
@@ -246,8 +241,9 @@ def _read_llamacpp(text: str) -> LogModel | None:
         unit = GIB if size.group(2) == "GiB" else 1024**2
         settings["file_size_bytes"] = int(float(size.group(1)) * unit)
         settings["bits_per_weight"] = float(size.group(3))
-    spec = _spec(meta, str(name), lines, notes) if arch else None
-    variant = _variant(str(name), file_type, settings.get("file_size_bytes")) if spec else None
+    label = str(name or arch)  # the spec needs an id even when the log prints no model name
+    spec = _spec(meta, label, lines, notes) if arch else None
+    variant = _variant(label, file_type, settings.get("file_size_bytes")) if spec else None
     return LogModel(engine, str(name) if name else None, spec, variant, settings, tuple(notes))
 
 
@@ -280,6 +276,12 @@ def _spec(meta: dict[str, Any], name: str, lines: list[str], notes: list[str]) -
                 f"the log gives a {window}-token sliding window but not which layers use it; "
                 "every layer is counted as full attention (an upper bound)"
             )
+    kv_heads = meta.get(f"{arch}.attention.head_count_kv")
+    if meta.get(f"{arch}.ssm.state_size") and not isinstance(kv_heads, list):
+        notes.append(
+            "the model has recurrent (SSM / linear-attention) layers but the log does not say which; "
+            "every layer is counted as attention (an upper bound)"
+        )
     try:
         spec = spec_from_gguf_meta(meta, name, "the pasted load log")
     except (ConfigError, ValueError, TypeError):

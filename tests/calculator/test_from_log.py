@@ -228,3 +228,36 @@ def test_nothing_to_read():
     assert read_log("Traceback (most recent call last):\nRuntimeError: CUDA out of memory") is None
     assert spec_from_log("print_info: n_layer = 12\n") is None  # no architecture: not enough to build on
     assert spec_from_log("print_info: arch = llama\nprint_info: n_layer = 0\n") is None
+
+
+# https://github.com/ggml-org/llama.cpp/pull/23398 (turn 38: a qwen35 GGUF, debug-level print_info)
+LLAMACPP_23398 = """\
+0.00.278.963 D print_info: arch                  = qwen35
+0.00.278.964 D print_info: vocab_only            = 0
+0.00.278.964 D print_info: no_alloc              = 1
+0.00.278.965 D print_info: n_ctx_train           = 262144
+0.00.278.965 D print_info: n_embd                = 5120
+0.00.278.966 D print_info: n_embd_inp            = 5120
+0.00.278.966 D print_info: n_layer               = 65
+0.00.278.973 D print_info: n_head                = 24
+0.00.278.975 D print_info: n_head_kv             = 4
+0.00.278.975 D print_info: n_rot                 = 64
+0.00.278.975 D print_info: n_swa                 = 0
+0.00.278.977 D print_info: is_swa_any            = 0
+0.00.278.978 D print_info: n_embd_head_k         = 256
+0.00.278.978 D print_info: n_embd_head_v         = 256
+0.00.278.979 D print_info: n_gqa                 = 6
+0.00.278.984 D print_info: n_embd_k_gqa          = 1024
+0.00.278.987 D print_info: n_embd_v_gqa          = 1024
+"""
+
+
+def test_newer_print_info_layout():
+    spec = spec_from_log(LLAMACPP_23398)
+    assert (spec.architecture, spec.num_hidden_layers, spec.num_key_value_heads) == ("qwen35", 65, 4)
+    assert (spec.head_dim, spec.max_position_embeddings) == (256, 262144)
+
+
+def test_recurrent_layers_without_a_layer_map_get_a_note():
+    found = read_log(LLAMACPP_23398 + "0.00.279.100 D print_info: ssm_d_state           = 128\n")
+    assert "recurrent (SSM / linear-attention) layers" in found.notes[0]
