@@ -174,6 +174,10 @@ def test_chat_bot_vram_uses_the_hub(hub, tmp_path, monkeypatch):
     reply = answer(raw=f"gpu:t4 model:{REPO}", lookup=service.bot.model_lookup)
     assert reply.kind == "vram"
     assert reply.data["kv_bytes_per_token"] == 16 * 4 * 128 * 2 * 2
+    assert any(
+        n.startswith(f"{REPO} is not in my catalog; its geometry is from its config.json")
+        for n in reply.notes
+    )
     assert (tmp_path / "hub-cache" / "models" / "acme-labs--Tiny-Hub-2B.json").is_file()
 
 
