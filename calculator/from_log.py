@@ -166,12 +166,16 @@ def _print_lines(lines: list[str]) -> dict[str, str]:
     return printed
 
 
+U32_MAX = 0xFFFFFFFF  # GGUF stores these hyperparameters as uint32 (ggml gguf.md); more is not a model
+
+
 def _number(raw: str | None) -> int | list[int] | None:
     if raw is None:
         return None
     if raw.startswith("["):
-        return _array(raw)
-    return int(raw) if raw.isdigit() else None
+        values = _array(raw)
+        return values if values is not None and all(0 <= v <= U32_MAX for v in values) else None
+    return int(raw) if raw.isdigit() and len(raw) <= 10 and int(raw) <= U32_MAX else None
 
 
 def _meta_from_print(printed: dict[str, str], meta: dict[str, Any]) -> str | None:

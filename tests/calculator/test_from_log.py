@@ -261,3 +261,8 @@ def test_newer_print_info_layout():
 def test_recurrent_layers_without_a_layer_map_get_a_note():
     found = read_log(LLAMACPP_23398 + "0.00.279.100 D print_info: ssm_d_state           = 128\n")
     assert "recurrent (SSM / linear-attention) layers" in found.notes[0]
+
+
+def test_numbers_no_gguf_could_hold_are_dropped():
+    text = GPUSTACK_1681.replace("n_layer          = 48", "n_layer          = " + "9" * 40)
+    assert spec_from_log(text) is None
