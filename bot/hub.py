@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -196,23 +195,48 @@ def lookup(repo_id: str, cache_dir: Path, budget: float = HUB_BUDGET_SECONDS) ->
     if offline():
         raise HubError("offline", repo_id, "HF_HUB_OFFLINE is set")
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-    answers: queue.Queue[HubModel | HubError] = queue.Queue(maxsize=1)
+    pending = _start(repo_id, cache_dir, endpoint, budget)
+    if not pending.done.wait(timeout=budget):
+        raise HubError("timeout", repo_id, f"no answer within {budget:g} s")
+    if isinstance(pending.result, HubError):
+        raise pending.result
+    assert pending.result is not None
+    return pending.result
+
+
+@dataclass
+class _Pending:
+    done: threading.Event
+    result: HubModel | HubError | None = None
+
+
+_LOCK = threading.Lock()
+_IN_FLIGHT: dict[tuple[str, str, str], _Pending] = {}
+
+
+def _start(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> _Pending:
+    """One worker per repo at a time: a second asker while the first is still out waits on the same one
+    (a slow or dead Hub then costs one background worker, not one per message)."""
+    key = (repo_id, endpoint, str(cache_dir))
+    with _LOCK:
+        pending = _IN_FLIGHT.get(key)
+        if pending is not None:
+            return pending
+        pending = _IN_FLIGHT[key] = _Pending(threading.Event())
 
     def work() -> None:
         try:
             found = _fetch(repo_id, cache_dir, endpoint, budget)
             _write_cache(cache_dir, found)  # even when it comes too late for this answer
-            answers.put(found)
+            pending.result = found
         except HubError as exc:
-            answers.put(exc)
+            pending.result = exc
         except Exception as exc:  # never let a worker die silently
-            answers.put(HubError("unreachable", repo_id, exc.__class__.__name__))
+            pending.result = HubError("unreachable", repo_id, exc.__class__.__name__)
+        finally:
+            with _LOCK:
+                _IN_FLIGHT.pop(key, None)
+            pending.done.set()
 
     threading.Thread(target=work, name=f"hub:{repo_id}", daemon=True).start()
-    try:
-        answer = answers.get(timeout=budget)
-    except queue.Empty:
-        raise HubError("timeout", repo_id, f"no answer within {budget:g} s") from None
-    if isinstance(answer, HubError):
-        raise answer
-    return answer
+    return pending

@@ -211,3 +211,11 @@ def test_vllm_paste_naming_a_hub_model(hub, tmp_path):
     found = from_paste(paste, lookup)
     assert found.origin == "hub" and found.model.num_hidden_layers == 16
     assert from_paste(paste) is None  # no lookup given: the name alone is not geometry
+
+
+def test_askers_during_a_slow_lookup_share_one_worker(hub, tmp_path):
+    hub.delay = 2.0
+    for _ in range(3):
+        with pytest.raises(NameNotFound, match=r"did not answer within 0\.2 s"):
+            resolve_model_arg(REPO, allow_hub=True, cache_dir=tmp_path, budget=0.2)
+    assert sum(1 for t in threading.enumerate() if t.name == f"hub:{REPO}") == 1
