@@ -78,6 +78,14 @@ class HubModel:
         return max(self.parameters, key=lambda d: self.parameters[d]) if self.parameters else None
 
 
+def warm_up() -> None:
+    """Import huggingface_hub in the background (about a second on a cold start), so that the first
+    lookup of a long-running bot spends its 3 s on the Hub, not on imports."""
+    import importlib
+
+    threading.Thread(target=importlib.import_module, args=("huggingface_hub",), daemon=True).start()
+
+
 def valid_repo_id(name: str) -> bool:
     return bool(_REPO_ID.search(name)) and ".." not in name
 
