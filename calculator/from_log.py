@@ -202,7 +202,7 @@ def _file_type(printed: dict[str, str], meta: dict[str, Any], ollama_type: str |
     """llama_model_ftype_name's text (``Q4_K - Medium``) as a quant name (``Q4_K_M``)."""
     raw = printed.get("file type") or printed.get("model ftype")
     if not raw:
-        return ollama_type
+        return ollama_type or _ftype_code(meta.get("general.file_type"))
     words = raw.split()
     base = words[0].upper()
     if base == "ALL" and len(words) > 1:
@@ -212,6 +212,18 @@ def _file_type(printed: dict[str, str], meta: dict[str, Any], ollama_type: str |
         return "Q2_K"  # LLAMA_FTYPE_MOSTLY_Q2_K prints as "Q2_K - Medium"
     suffix = {"Small": "_S", "Medium": "_M", "Large": "_L"}.get(size, "")
     return base + suffix
+
+
+def _ftype_code(code: Any) -> str | None:
+    """``general.file_type`` (the llama_ftype enum) by its gguf-py name: 15 -> Q4_K_M."""
+    if not isinstance(code, int):
+        return None
+    try:
+        from gguf import LlamaFileType
+
+        return LlamaFileType(code).name.removeprefix("MOSTLY_")
+    except (ImportError, ValueError):
+        return None
 
 
 def _swa_pattern(lines: list[str], layers: int | None) -> list[int] | None:

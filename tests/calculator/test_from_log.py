@@ -151,6 +151,9 @@ def test_gguf_kv_dump():
     assert (spec.num_hidden_layers, spec.num_key_value_heads, spec.head_dim) == (40, 40, 128)
     assert (spec.max_position_embeddings, spec.intermediate_size) == (4096, 13824)
     assert llamacpp_layout(spec).growing_bytes_per_token == 40 * 40 * 128 * 2 * 2
+    # general.file_type 17 is LLAMA_FTYPE_MOSTLY_Q5_K_M; no file size printed, so the catalogued bpw
+    assert (found.variant.gguf_type, found.variant.size_bytes) == ("Q5_K_M", None)
+    assert found.variant.bits_per_weight == 5.7036
 
 
 def test_vllm_config_dump_rejoined_after_hard_wrap():
