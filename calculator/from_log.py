@@ -32,6 +32,14 @@ _LOADED = re2.compile(r"llama_model_loader: loaded meta data with")
 _SWA_LAYER = re2.compile(r"load_tensors: layer\s+(\d+) assigned to device [^,]+, is_swa = ([01])")
 _SIZE = re2.compile(r"^([0-9.]+) (GiB|MiB) \(([0-9.]+) BPW\)")
 _PARAMS = re2.compile(r"^([0-9.]+) ([KMBT])$")
+# the KV cache as llama.cpp logs it: "kv_size = N, ... type_k = 'q8_0', type_v = 'q8_0', n_layer = L"
+# (llama_kv_cache_init, <= early 2025), "KV self size = X MiB, K (t): ..." (same era) and
+# "llama_kv_cache[_unified]: size = X MiB ( N cells, L layers, ...), K (t): ..., V (t): ..." (since)
+_KV_INIT = re2.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
+_KV_SELF = re2.compile(r"KV self size\s*=\s*([0-9.]+) MiB, K \((\w+)\):\s*[0-9.]+ MiB, V \((\w+)\)")
+_KV_SIZE = re2.compile(
+    r"llama_kv_cache(?:_unified)?: size =\s*([0-9.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers.*K \((\w+)\).*V \((\w+)\)"
+)
 _OLLAMA = re2.compile(r'msg="" architecture=(\S+) file_type=(\S+) name="([^"]*)"')
 _VLLM_CONFIG = re2.compile(r"with config: (.*)$")
 _VLLM_VERSION = re2.compile(r"LLM engine \(v([0-9][0-9A-Za-z.+]*)\)")
@@ -214,6 +222,28 @@ def _file_type(printed: dict[str, str], meta: dict[str, Any], ollama_type: str |
     return base + suffix
 
 
+def _kv_settings(lines: list[str]) -> dict[str, Any]:
+    """What the log says its KV cache is: cells, cache types, layers and MiB (the first cache only)."""
+    found: dict[str, Any] = {}
+    for line in lines:
+        if m := _KV_INIT.search(line):
+            found.setdefault("kv_cells", int(m.group(1)))
+            found.setdefault("cache_type_k", m.group(2))
+            found.setdefault("cache_type_v", m.group(3))
+            found.setdefault("kv_layers", int(m.group(4)))
+        elif m := _KV_SELF.search(line):
+            found.setdefault("kv_mib", float(m.group(1)))
+            found.setdefault("cache_type_k", m.group(2))
+            found.setdefault("cache_type_v", m.group(3))
+        elif m := _KV_SIZE.search(line):
+            found.setdefault("kv_mib", float(m.group(1)))
+            found.setdefault("kv_cells", int(m.group(2)))
+            found.setdefault("kv_layers", int(m.group(3)))
+            found.setdefault("cache_type_k", m.group(4))
+            found.setdefault("cache_type_v", m.group(5))
+    return found
+
+
 def _ftype_code(code: Any) -> str | None:
     """``general.file_type`` (the llama_ftype enum) by its gguf-py name: 15 -> Q4_K_M."""
     if not isinstance(code, int):
@@ -242,14 +272,15 @@ def _read_llamacpp(text: str) -> LogModel | None:
     meta = _gguf_lines(lines)
     printed = _print_lines(lines)
     ollama = next((m for m in map(_OLLAMA.search, lines) if m), None)
-    if not meta and not printed and not ollama:
+    kv = _kv_settings(lines)
+    if not meta and not printed and not ollama and not kv:
         return None
     engine = "ollama" if ollama or "ollama" in text[:200_000].lower() else "llama.cpp"
     arch = _meta_from_print(printed, meta) or (ollama.group(1) if ollama else None)
     name = meta.get("general.name") or printed.get("general.name") or (ollama.group(3) if ollama else None)
     file_type = _file_type(printed, meta, ollama.group(2) if ollama else None)
     notes: list[str] = []
-    settings: dict[str, Any] = {}
+    settings: dict[str, Any] = dict(kv)
     if file_type:
         settings["file_type"] = file_type
     size = _SIZE.search(printed.get("file size") or printed.get("model size") or "")

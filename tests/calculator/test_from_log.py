@@ -269,3 +269,42 @@ def test_recurrent_layers_without_a_layer_map_get_a_note():
 def test_numbers_no_gguf_could_hold_are_dropped():
     text = GPUSTACK_1681.replace("n_layer          = 48", "n_layer          = " + "9" * 40)
     assert spec_from_log(text) is None
+
+
+# https://github.com/ggml-org/llama.cpp/issues/11200 (Qwen2.5-Coder-32B q8_0 GGUF, -c 32768, q8_0 K and V)
+LLAMACPP_11200 = """\
+llama_new_context_with_model: freq_scale    = 1
+llama_kv_cache_init: kv_size = 32768, offload = 1, type_k = 'q8_0', type_v = 'q8_0', n_layer = 64, can_shift = 1
+llama_kv_cache_init:      CUDA0 KV buffer size =  2788.00 MiB
+llama_kv_cache_init:      CUDA1 KV buffer size =  1564.00 MiB
+llama_new_context_with_model: KV self size  = 4352.00 MiB, K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB
+"""
+
+
+def test_the_logs_own_kv_cache_lines():
+    found = read_log(LLAMACPP_11200)
+    assert found.settings == {
+        "kv_cells": 32768,
+        "cache_type_k": "q8_0",
+        "cache_type_v": "q8_0",
+        "kv_layers": 64,
+        "kv_mib": 4352.0,
+    }
+    # per cell and layer: 4352 MiB / 32768 / 64 = 2176 bytes = 8 KV heads x 128 x 2 (K, V) x 34/32 (q8_0)
+    per_layer = found.settings["kv_mib"] * MIB / found.settings["kv_cells"] / found.settings["kv_layers"]
+    assert per_layer == 8 * 128 * 2 * LLAMACPP_KV_BYTES["q8_0"] == 2176
+
+
+def test_kv_summary_line_of_newer_builds():
+    # the format string of ggml-org/llama.cpp src/llama-kv-cache.cpp: "%s: size = %7.2f MiB (%6u cells,
+    # %3d layers, %2u/%u seqs), K (%s): %7.2f MiB, V (%s): %7.2f MiB"
+    line = (
+        "llama_kv_cache: size = 1152.00 MiB (  8192 cells,  36 layers,  1/1 seqs), "
+        "K (f16):  576.00 MiB, V (f16):  576.00 MiB\n"
+    )
+    found = read_log(GPUSTACK_1681 + line)
+    assert (found.settings["kv_cells"], found.settings["kv_layers"], found.settings["kv_mib"]) == (
+        8192,
+        36,
+        1152.0,
+    )
