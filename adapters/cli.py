@@ -161,12 +161,19 @@ def cmd_match(args: argparse.Namespace, stdout: TextIO) -> int:
         fields["kv_cache_dtype"] = args.kv_cache_dtype
     if args.gpus:
         fields["gpus"] = args.gpus
+    settings = _settings(None, args)
+
+    def lookup(name: str):
+        return resolve_model_arg(
+            name, allow_local=True, allow_hub=settings.hub_lookup, cache_dir=settings.hub_cache_dir
+        )
+
     try:
         if args.model:
-            reply = match_gpus_reply({**fields, "model": args.model})
+            reply = match_gpus_reply({**fields, "model": args.model}, lookup)
         else:
             reply = match_models_reply({**fields, "gpu": args.gpu})
-    except NameNotFound as exc:
+    except (NameNotFound, ModelSourceError) as exc:
         raise CliError(str(exc)) from exc
     if args.json:
         stdout.write(json.dumps(reply.data, indent=2) + "\n")
@@ -187,7 +194,7 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         value = getattr(args, attr)
         if value is not None:
             fields[field] = value
-    settings = _settings(None)
+    settings = _settings(None, args)
     try:
         found = resolve_model_arg(
             args.model, allow_local=True, allow_hub=settings.hub_lookup, cache_dir=settings.hub_cache_dir
@@ -204,6 +211,7 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         stdout.write(result.model_dump_json(indent=2) + "\n")
     else:
         stdout.write(to_markdown(vram_reply(result)))
+        stdout.write("".join(f"\nNote: {note}\n" for note in found.notes))
     return EXIT_OK
 
 
@@ -265,12 +273,24 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="YAML settings file")
     for field, (flag, kind, text) in SETTING_FLAGS.items():
         parser.add_argument(flag, dest=f"setting_{field}", type=kind, help=text)
+    add_hub_flag(parser)
+
+
+def add_hub_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-hub",
+        dest="setting_hub_lookup",
+        action="store_false",
+        default=None,
+        help="never look unknown org/name models up on the Hugging Face Hub",
+    )
 
 
 def _settings(config: Path | None, args: argparse.Namespace | None = None):
     from bot.settings import SettingsError, load_settings
 
-    overrides = {f: getattr(args, f"setting_{f}", None) for f in SETTING_FLAGS} if args is not None else {}
+    fields = [*SETTING_FLAGS, "hub_lookup"]
+    overrides = {f: getattr(args, f"setting_{f}", None) for f in fields} if args is not None else {}
     try:
         return load_settings(config_file=config, **overrides)
     except SettingsError as exc:
@@ -379,6 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--cache-type-v", "-ctv", dest="cache_type_v")
     v.add_argument("--parallel", "-np", type=int)
     v.add_argument("--json", action="store_true")
+    add_hub_flag(v)
     hc = sub.add_parser(
         "healthcheck", help="exit 0 while the bot's heartbeat file is fresh (container healthcheck)"
     )

@@ -27,6 +27,7 @@ PLATFORM_MODULES = {"discord": "adapters.discord", "slack": "adapters.slack"}
 def build_service(settings: Settings) -> GardenService:
     from bot.core import GardenBot
     from bot.detector import Detector, default_detector
+    from bot.hub import warm_up
     from bot.model_sources import resolve_model_arg
     from bot.vram import catalog_lookup
     from knowledge.loader import load_with_extra
@@ -38,6 +39,7 @@ def build_service(settings: Settings) -> GardenService:
     )
     lookup = catalog_lookup
     if settings.hub_lookup:
+        warm_up()
 
         def lookup(name: str):  # catalog first, then the Hub for org/name ids
             return resolve_model_arg(name, allow_hub=True, cache_dir=settings.hub_cache_dir)

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.hub import HUB_BUDGET_SECONDS, HubError
+from bot.hub import lookup as hub_lookup
 from calculator.catalog import ModelSpec, Variant
 from calculator.from_config import ConfigError, spec_from_config, spec_from_gguf
+from calculator.from_log import read_log
 from calculator.resolve import NameNotFound, resolve_model
 
 log = logging.getLogger("gpu_garden.models")
@@ -29,7 +33,8 @@ class ModelSourceError(ValueError):
 class ResolvedModel:
     model: ModelSpec
     variant: Variant | None
-    origin: str  # "catalog", "config.json", "gguf", "hub"
+    origin: str  # "catalog", "config.json", "gguf", "hub", "paste"
+    notes: tuple[str, ...] = ()  # what the reply should say about where the model came from
 
     @property
     def label(self) -> str:
@@ -131,51 +136,72 @@ def _gguf_file_type(code: Any) -> str | None:
         return None
 
 
-def from_hub(repo_id: str, cache_dir: Path | None = None) -> ResolvedModel:
-    """config.json and the safetensors size from the Hub (needs network; cached by huggingface_hub)."""
-    try:
-        from huggingface_hub import get_safetensors_metadata, hf_hub_download
-        from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-    except ImportError as exc:
-        raise ModelSourceError("Hub lookups need the huggingface_hub package") from exc
-    try:
-        path = hf_hub_download(repo_id, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
-        config = _read_json(Path(path))
-    except (OfflineModeIsEnabled, HfHubHTTPError, OSError, ValueError) as exc:
-        raise ModelSourceError(
-            f"cannot look {repo_id} up on the Hugging Face Hub ({exc.__class__.__name__})"
-        ) from exc
-    size = None
-    try:
-        meta = get_safetensors_metadata(repo_id)
-        size = sum(
-            sum(count * _DTYPE_BYTES.get(dtype, 2) for dtype, count in f.parameter_count.items())
-            for f in meta.files_metadata.values()
-        )
-    except Exception as exc:  # the size is optional; the config alone still answers
-        log.info("no safetensors metadata for %s: %s", repo_id, exc.__class__.__name__)
-    spec, variant = spec_from_config(
-        config, repo_id, f"https://huggingface.co/{repo_id}/blob/main/config.json", size
-    )
-    return ResolvedModel(spec, variant, "hub")
-
-
-_DTYPE_BYTES = {
-    "F32": 4,
-    "F16": 2,
-    "BF16": 2,
-    "F8_E4M3": 1,
-    "F8_E5M2": 1,
-    "I8": 1,
-    "U8": 1,
-    "I32": 4,
-    "I64": 8,
-    "F64": 8,
+_HUB_SAYS: dict[str, str] = {
+    "gated": "{repo} is gated on the Hugging Face Hub: accept its license there and give the bot a token "
+    "(HF_TOKEN), or paste its config.json",
+    "missing": "the Hugging Face Hub has no public model {repo} (a typo, or a private repo)",
+    "no_config": "{repo} on the Hugging Face Hub has no config.json (a GGUF-only repo? name the .gguf file)",
+    "offline": "Hub lookups are off here (HF_HUB_OFFLINE) and {repo} is not in the Hub cache",
+    "timeout": "the Hugging Face Hub did not answer within {budget:g} s, so I answered without it",
+    "unreachable": "the Hugging Face Hub could not be reached, so I answered without it",
+    "invalid": "{repo} is not a usable Hugging Face repo id or config",
 }
 
 
+def hub_message(exc: HubError, budget: float = HUB_BUDGET_SECONDS) -> str:
+    """The plain sentence a reply uses for a Hub failure."""
+    return _HUB_SAYS[exc.kind].format(repo=exc.repo_id, budget=budget)
+
+
+def default_hub_cache() -> Path:
+    return Path("hub-cache")
+
+
+def from_hub(
+    repo_id: str, cache_dir: Path | None = None, budget: float = HUB_BUDGET_SECONDS
+) -> ResolvedModel:
+    """config.json and the safetensors size from the Hub (bounded, cached on disk); raises HubError."""
+    found = hub_lookup(repo_id, cache_dir or default_hub_cache(), budget)
+    source = f"https://huggingface.co/{repo_id}/blob/main/config.json"
+    try:
+        spec, variant = spec_from_config(found.config, repo_id, source, found.size_bytes)
+    except (ConfigError, ValueError, TypeError) as exc:
+        raise HubError("invalid", repo_id, str(exc)) from exc
+    note = f"{repo_id} is not in my catalog; its geometry is from its config.json on the Hugging Face Hub"
+    if found.size_bytes:
+        note += f" and its size from the safetensors headers ({found.size_bytes / 1e9:.2f} GB"
+        note += f", mostly {found.main_dtype})" if found.main_dtype else ")"
+    return ResolvedModel(spec, variant, "hub", (note,))
+
+
+def from_paste(text: str, lookup: Callable[[str], ResolvedModel] | None = None) -> ResolvedModel | None:
+    """The model a pasted log describes: its own printed geometry (llama.cpp, Ollama), else the model it
+    names (vLLM's ``model=``) through ``lookup`` (catalog, then the Hub when allowed).  None when the
+    paste says nothing usable; never raises."""
+    try:
+        found = read_log(text)
+    except (ValueError, TypeError):
+        return None
+    if found is None:
+        return None
+    if found.spec is not None:
+        note = f"geometry read from the pasted {found.engine} log ({found.name or found.spec.id})"
+        return ResolvedModel(found.spec, found.variant, "paste", (note, *found.notes))
+    if not found.name or lookup is None:
+        return None
+    try:
+        named = lookup(found.name)
+    except (NameNotFound, ModelSourceError, HubError, ValueError):
+        return None
+    return ResolvedModel(named.model, named.variant, named.origin, (*named.notes, *found.notes))
+
+
 def resolve_model_arg(
-    name: str, allow_local: bool = False, allow_hub: bool = False, cache_dir: Path | None = None
+    name: str,
+    allow_local: bool = False,
+    allow_hub: bool = False,
+    cache_dir: Path | None = None,
+    budget: float = HUB_BUDGET_SECONDS,
 ) -> ResolvedModel:
     """Catalog first; then (CLI only) a local path; then (if allowed) the Hub.  Raises NameNotFound or
     ModelSourceError with a message a person can act on."""
@@ -189,9 +215,10 @@ def resolve_model_arg(
         match = resolve_model(name)
         return ResolvedModel(match.model, match.variant, "catalog")
     except NameNotFound as exc:
-        if allow_hub and "/" in name and not name.startswith(("/", ".")):
-            return from_hub(name.strip(), cache_dir)
-        if "/" in name and not exc.ambiguous:
+        repo = name.strip()
+        if exc.ambiguous or "/" not in repo or repo.startswith(("/", ".", "~")):
+            raise
+        if not allow_hub:
             raise NameNotFound(
                 exc.kind,
                 exc.query,
@@ -199,4 +226,9 @@ def resolve_model_arg(
                 hint="this deployment does not look models up on the Hugging Face Hub; "
                 "the command line reads a local config.json or .gguf",
             ) from exc
-        raise
+        try:
+            return from_hub(repo, cache_dir, budget)
+        except HubError as hub_exc:
+            raise NameNotFound(
+                exc.kind, exc.query, exc.candidates, hint=hub_message(hub_exc, budget)
+            ) from hub_exc

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -104,9 +104,12 @@ class Settings(BaseSettings):
         default=600, ge=30, description="exit non-zero after this long offline"
     )
     hub_lookup: bool = Field(
-        default=False, description="look unknown org/name models up on the Hugging Face Hub"
+        default=True,
+        description="look unknown org/name models up on the Hugging Face Hub (HF_HUB_OFFLINE also stops it)",
     )
-    hub_cache_dir: Path | None = Field(default=None, description="where Hub configs are cached")
+    hub_cache_dir: Path | None = Field(
+        default=None, description="where Hub configs are cached; default: hub-cache next to the database"
+    )
     discord: DiscordSettings = DiscordSettings()
     slack: SlackSettings = SlackSettings()
     limits: Limits = Limits()
@@ -125,6 +128,12 @@ class Settings(BaseSettings):
         if yaml_path:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
         return tuple(sources)
+
+    @model_validator(mode="after")
+    def _hub_cache_in_data_folder(self) -> Settings:
+        if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
+            self.hub_cache_dir = self.database.parent / "hub-cache"
+        return self
 
     @property
     def discord_enabled(self) -> bool:

@@ -237,7 +237,9 @@ def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLooku
         if "model" in named and "gpu" in named:
             request = build_request(named)
             found = lookup(request.model)
-            return vram_reply(estimate_for(found.model, found.variant, resolve_gpu(request.gpu), request))
+            reply = vram_reply(estimate_for(found.model, found.variant, resolve_gpu(request.gpu), request))
+            reply.notes.extend(found.notes)  # where a model outside the catalog came from
+            return reply
         fields = request_fields(named)
         if "model" in named:
             return match_gpus_reply(fields, lookup)

@@ -217,6 +217,16 @@ def spec_from_gguf(
     meta: dict[str, Any], name: str, source: str, file_size: int, file_type: str | None
 ) -> tuple[ModelSpec, Variant]:
     """A ModelSpec from GGUF metadata (``<arch>.block_count`` etc.) and the file's real size."""
+    spec = spec_from_gguf_meta(meta, name, source)
+    variant = Variant(
+        id=name, quant="gguf", gguf_type=file_type or "unknown", size_bytes=file_size, source=source
+    )
+    return spec, variant
+
+
+def spec_from_gguf_meta(meta: dict[str, Any], name: str, source: str) -> ModelSpec:
+    """The geometry alone from GGUF metadata, for callers that know the weights' size another way
+    (a load log prints it rounded, with its bits per weight)."""
     arch = str(_need(meta, "general.architecture"))
 
     def key(k: str, default: Any = None) -> Any:
@@ -270,7 +280,7 @@ def spec_from_gguf(
     )
     if meta.get("general.parameter_count"):
         params = int(meta["general.parameter_count"]) / 1e9
-    spec = ModelSpec(
+    return ModelSpec(
         id=name,
         family="local-gguf",
         architecture=arch,
@@ -287,7 +297,3 @@ def spec_from_gguf(
         layers=groups,
         mla=mla,
     )
-    variant = Variant(
-        id=name, quant="gguf", gguf_type=file_type or "unknown", size_bytes=file_size, source=source
-    )
-    return spec, variant

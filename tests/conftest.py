@@ -29,3 +29,15 @@ def corpus_record(record_id: str) -> dict:
             return record
     pytest.skip(f"corpus record {record_id} not available")
     raise AssertionError  # unreachable
+
+
+# The Hub lookup is on by default; tests never leave the machine.  huggingface_hub reads HF_HUB_OFFLINE
+# once, at import: importing it here, before any test sets the variable, keeps the fake-Hub tests able
+# to switch offline mode off again (the bot reads the variable itself at each lookup).
+import huggingface_hub  # noqa: E402, F401
+
+
+@pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("GPU_GARDEN_HUB_CACHE_DIR", str(tmp_path / "hub-cache"))

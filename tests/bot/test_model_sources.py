@@ -126,3 +126,36 @@ def test_cli_vram_with_local_config(tmp_path):
     code = main(["vram", "--gpu", "t4", "--model", str(cfg), "--json"], stdin=io.StringIO(), stdout=out)
     data = json.loads(out.getvalue())
     assert code == 0 and data["kv_bytes_per_token"] == 28672 and data["fits"]
+
+
+def test_from_paste_uses_the_geometry_the_log_prints():
+    from bot.model_sources import from_paste
+    from tests.calculator.test_from_log import GPUSTACK_1681
+
+    found = from_paste(GPUSTACK_1681)
+    assert found.origin == "paste"
+    assert found.model.num_hidden_layers == 48 and found.variant.gguf_type == "Q4_K_M"
+    assert found.notes == ("geometry read from the pasted llama.cpp log (qwen2)",)
+    assert llamacpp_layout(found.model).growing_bytes_per_token == 196608
+
+
+def test_from_paste_names_a_catalog_model_when_the_log_has_no_geometry():
+    from bot.model_sources import from_paste
+    from bot.vram import catalog_lookup
+
+    paste = "INFO 08-01 10:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen2.5-7B-Instruct'}\n"
+    found = from_paste(paste, catalog_lookup)
+    assert found.origin == "catalog" and found.model.id == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_from_paste_never_raises():
+    from bot.model_sources import from_paste
+    from bot.vram import catalog_lookup
+
+    for text in (
+        "",
+        "\x00\xff" * 1000,
+        "print_info: arch = llama\n" * 50_000,
+        "non-default args: {'model': 'x/y'}",
+    ):
+        assert from_paste(text, catalog_lookup) is None
