@@ -14,7 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculator.units import GB, GIB
@@ -24,7 +23,9 @@ LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: the validators are built on the first validation, which a start that reads the
+    # validated catalog back from the cache never does
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Price(_Strict):
@@ -232,11 +233,10 @@ class _QuantFile(_Strict):
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _load_yaml(data: bytes) -> dict:
-    return yaml.load(data, Loader=_YAML_LOADER)
+    import yaml  # only on a cache miss
+
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _files(*names: str) -> list[tuple[str, bytes]]:

@@ -18,7 +18,6 @@ import os
 import pickle
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -71,6 +70,8 @@ def _read(path: Path) -> object | None:
 
 
 def _write(folder: Path, name: str, value: object) -> None:
+    import tempfile
+
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _trusted(folder):
