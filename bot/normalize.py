@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from itertools import accumulate, repeat
-from operator import add, methodcaller
+from operator import add
 
 import re2
 
@@ -89,6 +89,7 @@ MAX_PREFIX_LAYERS = 4
 _PREFIX_M = re.compile(
     "\n(?:" + "|".join(f"(?:{p})" for p in PREFIX_PATTERNS) + f"){{1,{MAX_PREFIX_LAYERS}}}+"
 )
+_PREFIX_HEAD = re.compile(_PREFIX_M.pattern[1:])  # the same, for the first line
 _MARK = "\x02"
 
 WRAP_MIN_LENGTH = 60
@@ -166,8 +167,12 @@ class View:
 
 @dataclass(frozen=True)
 class Normalized:
-    lines: tuple[str, ...]  # cleaned physical lines
     views: tuple[View, ...]  # [0] = physical lines, then wrap-joined views (if any line was joined)
+
+    @cached_property
+    def lines(self) -> tuple[str, ...]:
+        """The cleaned physical lines (split from the plain view on first use, not kept twice)."""
+        return tuple(self.views[0].text.split("\n"))
 
 
 def decode(data: bytes | str) -> str:
@@ -213,7 +218,10 @@ def visible(text: str) -> str:
 
 def strip_prefixes(text: str) -> str:
     """Remove every line's log prefixes, leaving a mark on lines that had one."""
-    return _PREFIX_M.sub("\n" + _MARK, "\n" + text)[1:]
+    head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
+    if head is not None:
+        text = _MARK + text[head.end() :]
+    return _PREFIX_M.sub("\n" + _MARK, text)
 
 
 def is_record_start(line: str) -> bool:
@@ -249,25 +257,22 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 def normalize(data: bytes | str) -> Normalized:
     raw_text = visible(decode(data))
     marked = strip_prefixes(raw_text)
-    lines = list(map(str.rstrip, marked.split("\n")))
-    if _MARK in marked:
-        prefixed = list(map(methodcaller("startswith", _MARK), lines))
-        lines = list(map(methodcaller("removeprefix", _MARK), lines))
-    else:
-        prefixed = []
-    joins = _find_joins(lines, prefixed, marked, raw_text)
-    del marked
+    any_prefixed = _MARK in marked
+    lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
+    joins = _find_joins(lines, any_prefixed, marked, raw_text)
+    del marked, raw_text
     views = [_plain_view(lines)]
     if joins:
         groups = _join_groups(joins)
         views.append(_joined_view(lines, groups, ""))
         views.append(_joined_view(lines, groups, " "))
-    return Normalized(tuple(lines), tuple(views))
+    return Normalized(tuple(views))
 
 
-def _find_joins(cleaned: list[str], prefixed: list[bool], marked: str, raw_text: str) -> list[int]:
-    """The physical lines that continue the line before them (a hard wrap), in order."""
-    candidates = (_CANDIDATE_ANY if prefixed else _CANDIDATE_LONG).finditer(marked)
+def _find_joins(cleaned: list[str], any_prefixed: bool, marked: str, raw_text: str) -> list[int]:
+    """The physical lines that continue the line before them (a hard wrap), in order.  Candidates come
+    from a pattern on the marked text, which already leaves out prefixed lines."""
+    candidates = (_CANDIDATE_ANY if any_prefixed else _CANDIDATE_LONG).finditer(marked)
     raw_lengths: array | None = None
     joins: list[int] = []
     line, pos = 0, 0
@@ -275,9 +280,9 @@ def _find_joins(cleaned: list[str], prefixed: list[bool], marked: str, raw_text:
         line += marked.count("\n", pos, m.start()) + 1
         pos = m.end()
         text, prev = cleaned[line], cleaned[line - 1]
-        if not text or not prev or (prefixed and prefixed[line]):
+        if not text or not prev:
             continue
-        if not (prefixed or len(prev) >= WRAP_MIN_LENGTH):
+        if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
             continue
         if is_record_start(text):
             if raw_lengths is None:
