@@ -8,23 +8,16 @@ gpu-garden vram --gpu G --model M [...] [--json]
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from pydantic import ValidationError
-
-from bot.core import DEFAULT_PASTE_LIMIT, GardenBot, Paste
-from bot.diagnosis import diagnose
-from bot.formatter import to_markdown
-from bot.message import IncomingMessage, SlashCommand
-from bot.model_sources import ModelSourceError, resolve_model_arg
-from bot.reply import Reply
-from bot.vram import vram_reply
-from calculator.estimate import VramRequest, estimate_for
-from calculator.resolve import NameNotFound, resolve_gpu
+# Only what building the parser needs is imported here: ``--help`` never loads the core, ``vram`` never
+# loads the detector or the knowledge base; each command imports its own modules.
+if TYPE_CHECKING:
+    from bot.core import GardenBot, Paste
+    from bot.reply import Reply
 
 EXIT_OK, EXIT_NO_INPUT, EXIT_USAGE = 0, 1, 2
 
@@ -49,7 +42,10 @@ def _read_tail(fh, budget: int) -> tuple[bytes, bool]:
             cut = True
 
 
-def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
+def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int | None = None) -> Paste:
+    from bot.core import DEFAULT_PASTE_LIMIT, Paste
+
+    limit = DEFAULT_PASTE_LIMIT if limit is None else limit
     chunks: list[bytes] = []
     truncated = False
     for path in paths or ["-"]:
@@ -82,6 +78,8 @@ def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int = DEFAULT_PASTE_
 
 
 def triage_json(bot: GardenBot, text: str) -> dict:
+    from bot.diagnosis import diagnose
+
     detection = bot.detect(text)
     reply = diagnose(detection)
     findings = []
@@ -115,12 +113,51 @@ def triage_json(bot: GardenBot, text: str) -> dict:
     return {"findings": findings, "context": detection.context.fields}
 
 
+def paste_limit(settings) -> int:
+    """The bots' ``limits.paste_max_bytes`` when it is configured; otherwise the terminal's own default
+    (a whole log file piped in, not a chat message)."""
+    from bot.core import DEFAULT_PASTE_LIMIT
+
+    limits = settings.limits
+    return limits.paste_max_bytes if "paste_max_bytes" in limits.model_fields_set else DEFAULT_PASTE_LIMIT
+
+
+def build_bot(settings) -> GardenBot:
+    """The bot with the same knowledge folder, Hub lookup and paste limit the platform bots use."""
+    from bot.core import GardenBot
+    from bot.detector import Detector, default_detector
+    from bot.vram import catalog_lookup
+    from knowledge.loader import KnowledgeError, load_with_extra
+
+    try:
+        detector = (
+            default_detector()
+            if settings.knowledge_dir is None
+            else Detector(load_with_extra(settings.knowledge_dir))
+        )
+    except KnowledgeError as exc:
+        raise CliError(f"knowledge: {exc}") from exc
+    lookup = catalog_lookup
+    if settings.hub_lookup:
+        from bot.model_sources import resolve_model_arg
+
+        def lookup(name: str):  # catalog first, then the Hub for org/name ids
+            return resolve_model_arg(name, allow_hub=True, cache_dir=settings.hub_cache_dir)
+
+    return GardenBot(detector=detector, paste_limit=paste_limit(settings), model_lookup=lookup)
+
+
 def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    paste = read_inputs(args.files, stdin)
+    settings = _settings(None)
+    paste = read_inputs(args.files, stdin, paste_limit(settings))
     if not paste.text.strip():
         raise CliError("nothing to triage: the input is empty", EXIT_NO_INPUT)
-    bot = GardenBot()
+    bot = build_bot(settings)
+    from bot.formatter import to_markdown
+
     if args.json:
+        import json
+
         json.dump(triage_json(bot, paste.text), stdout, indent=2, default=str)
         stdout.write("\n")
         return EXIT_OK
@@ -152,7 +189,12 @@ VRAM_FIELDS = {
 
 def cmd_match(args: argparse.Namespace, stdout: TextIO) -> int:
     """Only --model (which GPUs serve it) or only --gpu (which models fit it)."""
+    import json
+
+    from bot.formatter import to_markdown
+    from bot.model_sources import ModelSourceError, resolve_model_arg
     from bot.vram import match_gpus_reply, match_models_reply
+    from calculator.resolve import NameNotFound
 
     fields: dict = {"engine": args.engine or "vllm"}
     if args.max_model_len:
@@ -189,6 +231,14 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         )
     if not args.model or not args.gpu:
         return cmd_match(args, stdout)
+    from pydantic import ValidationError
+
+    from bot.formatter import to_markdown
+    from bot.model_sources import ModelSourceError, resolve_model_arg
+    from bot.vram import vram_reply
+    from calculator.estimate import VramRequest, estimate_for
+    from calculator.resolve import NameNotFound, resolve_gpu
+
     fields: dict = {"model": args.model, "gpu": args.gpu, "enforce_eager": args.enforce_eager}
     for attr, field in VRAM_FIELDS.items():
         value = getattr(args, attr)
@@ -218,9 +268,15 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
 PROMPT = "Paste an error (end with an empty line or Ctrl-D), or type /vram gpu:4090 model:qwen-32b-awq, /help, /quit\n"
 
 
-def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool) -> int:
+def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool, bot: GardenBot | None = None) -> int:
     """The same bot the chat platforms get, in this terminal."""
-    bot = GardenBot()
+    from bot.formatter import to_markdown
+    from bot.message import IncomingMessage, SlashCommand
+
+    if bot is None:
+        from bot.core import GardenBot
+
+        bot = GardenBot()
     if interactive:
         stdout.write("GPU Garden (terminal). " + PROMPT)
     buffer: list[str] = []
@@ -462,7 +518,7 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
         ]
         if platforms:
             return _serve(settings, platforms)
-        return run_terminal(stdin, stdout, interactive=stdin.isatty())
+        return run_terminal(stdin, stdout, interactive=stdin.isatty(), bot=build_bot(settings))
     except CliError as exc:
         sys.stderr.write(f"gpu-garden: {exc}\n")
         return exc.code

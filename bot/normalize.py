@@ -9,8 +9,11 @@
   or replaced a space, so two joined views are produced: one joined with nothing, one with a space.
   They hold only the re-joined lines; the plain view holds everything.
 
-Linear time on any input: the ANSI pass is RE2.  The line-anchored prefix and record-start patterns run
-on Python's ``re`` because they are applied once per line and must be fast; every quantifier in them is
+Linear time on any input, and no work where there is nothing to do: a pass whose trigger is absent
+(a non-ASCII character, an escape byte, a carriage return, a tab) is skipped, the prefix pattern is
+anchored on a literal newline (so the regex engine jumps from line to line instead of trying every
+position), and per-line work is done by C-level ``map``/``split``/``join``; Python code runs only for
+the few lines that may continue a hard wrap.  Every quantifier in the Python ``re`` patterns is
 possessive or bounded by a small constant, so they never backtrack (tests/bot/test_normalize.py checks
 this structurally).
 """
@@ -20,19 +23,36 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property, partial
+from itertools import accumulate, repeat
+from operator import add
+
+import re2
 
 from bot.unwrap import unwrap
 
 # NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
-_INVISIBLE = re.compile("[\x00\x02\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
+_INVISIBLE_CHARS = "".join(
+    [
+        "\x00\x02\u00ad\u061c\u2060\ufeff",
+        *map(chr, range(0x200B, 0x2010)),
+        *map(chr, range(0x202A, 0x202F)),
+        *map(chr, range(0x2066, 0x206A)),
+    ]
+)
+_INVISIBLE = re.compile("[" + re.escape(_INVISIBLE_CHARS) + "]")
+# the same characters, looked for by RE2 in the encoded text: one linear pass, faster than re's
+_INVISIBLE_UTF8 = re2.compile(b"|".join(re2.escape(ch.encode()) for ch in _INVISIBLE_CHARS))
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # ANSI colour/control sequences, also with the escape byte lost ("[34m"); possessive, so linear
-_ANSI = re.compile(
-    r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
-)
+_ANSI_LOST = r"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|" + _ANSI_LOST)
+_ANSI_LOST_ONLY = re.compile(_ANSI_LOST)  # the same pass when the text has no escape byte
 
 # Log prefixes, each possessive (no backtracking): every quantified class is followed by a character
 # it cannot match, so possessive and greedy agree.
@@ -79,14 +99,22 @@ PREFIX_PATTERNS = [
     # Home Assistant (after its timestamp and level): "(MainThread) [homeassistant.components.ollama] "
     r"\([A-Za-z][A-Za-z0-9_-]{0,40}+\) \[[a-z][a-z0-9_.]{0,100}+\] ",
 ]
-MAX_PREFIX_LAYERS = 6
+MAX_PREFIX_LAYERS = 6  # Lemonade in Docker stacks five
+# anchored on a literal newline (the text gets one in front): the engine scans for "\n" and tries the
+# prefixes only there, instead of testing a line-start assertion at every character
 _PREFIX_M = re.compile(
-    "(?m)^(?:" + "|".join(f"(?:{p})" for p in PREFIX_PATTERNS) + f"){{1,{MAX_PREFIX_LAYERS}}}+"
+    "\n(?:" + "|".join(f"(?:{p})" for p in PREFIX_PATTERNS) + f"){{1,{MAX_PREFIX_LAYERS}}}+"
 )
+_PREFIX_HEAD = re.compile(_PREFIX_M.pattern[1:])  # the same, for the first line
 _MARK = "\x02"
 
 WRAP_MIN_LENGTH = 60
 TERMINAL_WRAP = 80
+# lines that may continue the line before: not prefixed, after a line that is not empty (and, when the
+# paste has no prefixes, at least WRAP_MIN_LENGTH long).  Run on the marked text before trailing blanks
+# are cut, so this is a superset; each candidate is then checked exactly.
+_CANDIDATE_ANY = re.compile("\n(?=[^\x02\n])(?<=[^\n]\n)")
+_CANDIDATE_LONG = re.compile(f"\n(?=[^\x02\n])(?<=[^\n]{{{WRAP_MIN_LENGTH}}}\n)")
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
 _RECORD_WORDS = (
     "Traceback",
@@ -103,54 +131,64 @@ _NUMBERED = re.compile(r"[0-9]{1,3}\. ")
 _ENDS_RECORD = frozenset(".:;!?)]}>")
 
 
+_ENCODE = partial(str.encode, encoding="utf-8", errors="surrogatepass")
+
+
+def _offsets(lengths) -> array:
+    """Where each of the lines whose lengths are given starts once they are joined with newlines."""
+    starts = array("q", accumulate(map(add, lengths, repeat(1)), initial=0))
+    starts.pop()
+    return starts
+
+
 @dataclass(frozen=True)
 class View:
     """One rendering of the paste: ``text`` plus where each logical line starts.
 
     ``data`` is the same text in UTF-8: patterns search bytes (RE2 would otherwise re-encode the whole
-    text on every search), so match offsets are byte offsets into ``data``.
+    text on every search), so match offsets are byte offsets into ``data``.  Line offsets are computed
+    on first use (a paste with no finding never needs them).
     """
 
     text: str
-    line_starts: tuple[int, ...]  # char offset of each logical line in text
-    first_physical: tuple[int, ...]  # physical line number (0-based) of each logical line
+    first_physical: Sequence[int]  # physical line number (0-based) of each logical line
     data: bytes = b""
-    byte_starts: tuple[int, ...] = ()
 
     @classmethod
-    def build(cls, lines: list[str], first_physical: tuple[int, ...]) -> View:
+    def build(cls, lines: list[str], first_physical: Sequence[int]) -> View:
         text = "\n".join(lines)
-        data = text.encode("utf-8", "surrogatepass")
-        starts: list[int] = []
-        offset = 0
-        for line in lines:
-            starts.append(offset)
-            offset += len(line) + 1
-        if len(data) == len(text):  # ASCII: byte and char offsets agree
-            byte_starts = tuple(starts)
-        else:
-            byte_starts_list: list[int] = []
-            offset = 0
-            for line in lines:
-                byte_starts_list.append(offset)
-                offset += len(line.encode("utf-8", "surrogatepass")) + 1
-            byte_starts = tuple(byte_starts_list)
-        return cls(text, tuple(starts), first_physical, data, byte_starts)
+        return cls(text, first_physical, _ENCODE(text))
+
+    @cached_property
+    def byte_starts(self) -> array:
+        """Byte offset of each logical line in ``data``."""
+        return _offsets(map(len, self.data.split(b"\n")))
+
+    @cached_property
+    def line_starts(self) -> array:
+        """Char offset of each logical line in ``text``."""
+        if len(self.data) == len(self.text):  # ASCII: byte and char offsets agree
+            return self.byte_starts
+        return _offsets(map(len, self.text.split("\n")))
 
     def line_at(self, byte_offset: int) -> int:
         """The logical line holding a byte offset of ``data``."""
         return max(0, bisect.bisect_right(self.byte_starts, byte_offset) - 1)
 
     def logical_line(self, index: int) -> str:
-        start = self.line_starts[index]
-        end = self.line_starts[index + 1] - 1 if index + 1 < len(self.line_starts) else len(self.text)
-        return self.text[start:end]
+        starts = self.byte_starts
+        end = starts[index + 1] - 1 if index + 1 < len(starts) else len(self.data)
+        return self.data[starts[index] : end].decode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True)
 class Normalized:
-    lines: tuple[str, ...]  # cleaned physical lines
     views: tuple[View, ...]  # [0] = physical lines, then wrap-joined views (if any line was joined)
+
+    @cached_property
+    def lines(self) -> tuple[str, ...]:
+        """The cleaned physical lines (split from the plain view on first use, not kept twice)."""
+        return tuple(self.views[0].text.split("\n"))
 
 
 def decode(data: bytes | str) -> str:
@@ -160,21 +198,46 @@ def decode(data: bytes | str) -> str:
 
 
 def clean_text(text: str) -> str:
-    # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot be
-    # encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
-    text = unicodedata.normalize("NFKC", _INVISIBLE.sub("", _SURROGATE.sub("\ufffd", text)))
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    """Invisible characters removed, look-alikes folded, line ends and tabs made plain; each step only
+    when its trigger is in the text (an ASCII text needs none of the Unicode ones)."""
+    if text.isascii():
+        if "\x00" in text or "\x02" in text:
+            text = text.replace("\x00", "").replace("\x02", "")
+    else:
+        # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot
+        # be encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
+        try:
+            has_invisible = _INVISIBLE_UTF8.search(text.encode("utf-8")) is not None
+        except UnicodeEncodeError:
+            text = _SURROGATE.sub("\ufffd", text)
+            has_invisible = True
+        if has_invisible:
+            text = _INVISIBLE.sub("", text)
+        text = unicodedata.normalize("NFKC", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\t" in text:
+        text = text.replace("\t", "    ")
+    return text
 
 
 def visible(text: str) -> str:
     """The text as every pattern sees it: invisible characters gone, look-alikes folded, ANSI stripped.
     The redactor reads this too, so a secret split by zero-width spaces is found before it is joined."""
-    return _ANSI.sub("", clean_text(text))
+    text = clean_text(text)
+    if "\x1b" in text:
+        return _ANSI.sub("", text)
+    if "[" in text:  # the escape byte may have been lost: "[34m"
+        return _ANSI_LOST_ONLY.sub("", text)
+    return text
 
 
 def strip_prefixes(text: str) -> str:
     """Remove every line's log prefixes, leaving a mark on lines that had one."""
-    return _PREFIX_M.sub(_MARK, text)
+    head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
+    if head is not None:
+        text = _MARK + text[head.end() :]
+    return _PREFIX_M.sub("\n" + _MARK, text)
 
 
 def is_record_start(line: str) -> bool:
@@ -192,15 +255,16 @@ def is_record_start(line: str) -> bool:
     return _NUMBERED.match(line) is not None
 
 
-def wrapped_mid_record(prev_raw: str, line: str) -> bool:
+def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
     """A terminal wrap can leave ``failed: out of memory``, ``h_memory=17.98GiB``, ``-PCIE-16GB``,
     `` needed`` or ``92. Make sure`` at the start of a line: the previous physical line is
-    terminal-wide and stops mid-sentence."""
-    if len(prev_raw) < TERMINAL_WRAP or prev_raw.rstrip()[-1:] in _ENDS_RECORD:
+    terminal-wide (``prev_raw_length``, prefixes included) and stops mid-sentence (``prev`` is that
+    line cleaned, so it ends where the raw line does once trailing blanks are cut)."""
+    if prev_raw_length < TERMINAL_WRAP or prev[-1:] in _ENDS_RECORD:
         return False
     if line.startswith(" ") and not line.startswith("  "):
         return True
-    if line[0] == "-" or (_NUMBERED.match(line) and prev_raw.rstrip()[-1:].isdigit()):
+    if line[0] == "-" or (_NUMBERED.match(line) and prev[-1:].isdigit()):
         return True
     m = _IDENT.match(line)
     return m is not None and line[m.end() : m.end() + 1] in (":", "=")
@@ -208,54 +272,55 @@ def wrapped_mid_record(prev_raw: str, line: str) -> bool:
 
 def normalize(data: bytes | str) -> Normalized:
     raw_text = unwrap(visible(decode(data)))  # undo quote bars, glued records, doubled lines
-    raw_lines = raw_text.split("\n")
-    cleaned: list[str] = []
-    prefixed: list[bool] = []
-    for line in strip_prefixes(raw_text).split("\n"):
-        had = line.startswith(_MARK)
-        cleaned.append((line[1:] if had else line).rstrip())
-        prefixed.append(had)
-    joins = _find_joins(cleaned, prefixed, raw_lines)
-    views = [_plain_view(cleaned)]
-    if any(joins):
+    marked = strip_prefixes(raw_text)
+    any_prefixed = _MARK in marked
+    lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
+    joins = _find_joins(lines, any_prefixed, marked, raw_text)
+    del marked, raw_text
+    views = [_plain_view(lines)]
+    if joins:
         groups = _join_groups(joins)
-        views.append(_joined_view(cleaned, groups, ""))
-        views.append(_joined_view(cleaned, groups, " "))
-    return Normalized(tuple(cleaned), tuple(views))
+        views.append(_joined_view(lines, groups, ""))
+        views.append(_joined_view(lines, groups, " "))
+    return Normalized(tuple(views))
 
 
-def _find_joins(cleaned: list[str], prefixed: list[bool], raw_lines: list[str]) -> list[bool]:
-    """joins[i]: physical line i continues line i-1 (a hard wrap)."""
-    any_prefixed = any(prefixed)
-    joins = [False] * len(cleaned)
-    for i in range(1, len(cleaned)):
-        line, prev = cleaned[i], cleaned[i - 1]
-        if not line or not prev or prefixed[i]:
+def _find_joins(cleaned: list[str], any_prefixed: bool, marked: str, raw_text: str) -> list[int]:
+    """The physical lines that continue the line before them (a hard wrap), in order.  Candidates come
+    from a pattern on the marked text, which already leaves out prefixed lines."""
+    candidates = (_CANDIDATE_ANY if any_prefixed else _CANDIDATE_LONG).finditer(marked)
+    raw_lengths: array | None = None
+    joins: list[int] = []
+    line, pos = 0, 0
+    for m in candidates:
+        line += marked.count("\n", pos, m.start()) + 1
+        pos = m.end()
+        text, prev = cleaned[line], cleaned[line - 1]
+        if not text or not prev:
             continue
         if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
             continue
-        if is_record_start(line) and not wrapped_mid_record(raw_lines[i - 1], line):
-            continue
-        joins[i] = True
+        if is_record_start(text):
+            if raw_lengths is None:
+                raw_lengths = array("q", map(len, raw_text.split("\n")))
+            if not wrapped_mid_record(raw_lengths[line - 1], prev, text):
+                continue
+        joins.append(line)
     return joins
 
 
 def _plain_view(lines: list[str]) -> View:
-    return View.build(lines, tuple(range(len(lines))))
+    return View.build(lines, range(len(lines)))
 
 
-def _join_groups(joins: list[bool]) -> list[tuple[int, int]]:
+def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
     """(first, last) physical line of every logical line made of more than one physical line."""
     groups: list[tuple[int, int]] = []
-    i = 1
-    while i < len(joins):
-        if joins[i]:
-            first = i - 1
-            while i < len(joins) and joins[i]:
-                i += 1
-            groups.append((first, i - 1))
+    for i in joins:
+        if groups and groups[-1][1] == i - 1:
+            groups[-1] = (groups[-1][0], i)
         else:
-            i += 1
+            groups.append((i - 1, i))
     return groups
 
 

@@ -40,6 +40,7 @@ _GLUED = re2.compile(
 )
 
 # CloudWatch: "2025-05-02T10:11:12.345Z    <message>" followed by "<message>" again
+_CW_ANY = re2.compile(r"(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+[^\n]+\n")
 _CW_STAMP = re2.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+")
 
 
@@ -54,6 +55,8 @@ def arrow_ansi(text: str) -> str:
 
 
 def quote_bars(text: str) -> str:
+    if "\u258e" not in text and "\n>" not in text and not text.lstrip().startswith(">"):
+        return text  # no bar anywhere: skip the line scan
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         return text
@@ -69,6 +72,8 @@ def glued_records(text: str) -> str:
 
 def cloudwatch_duplicates(text: str) -> str:
     """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
+    if _CW_ANY.search(text) is None:
+        return text  # no line starts with an ISO timestamp: skip the line scan
     lines = text.split("\n")
     if len(lines) < 2:
         return text

@@ -2,6 +2,10 @@
 
 Every entry carries ``source``: where its numbers come from (a model's config.json, a vendor spec
 sheet, llama.cpp's quantization tables).
+
+The YAML is parsed with libyaml's C loader when PyYAML has it, and the validated catalogs are kept in a
+cache keyed by the data files' content (:mod:`knowledge.cache`), so an unchanged catalog loads in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -10,16 +14,18 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculator.units import GB, GIB
+from knowledge.cache import cached, content_key
 
 LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: the validators are built on the first validation, which a start that reads the
+    # validated catalog back from the cache never does
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Price(_Strict):
@@ -232,27 +238,35 @@ class _QuantFile(_Strict):
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-def _read(name: str) -> dict:
-    return yaml.safe_load((DATA_DIR / name).read_text(encoding="utf-8"))
+def _load_yaml(data: bytes) -> dict:
+    import yaml  # only on a cache miss
+
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def _read_folder(name: str) -> list[tuple[str, dict]]:
-    files = sorted((DATA_DIR / name).glob("*.yaml"))
-    return [(p.name, yaml.safe_load(p.read_text(encoding="utf-8"))) for p in files]
+def _files(*names: str) -> list[tuple[str, bytes]]:
+    """(name, bytes) of data files: a file name, or a folder name standing for its ``*.yaml``."""
+    paths: list[Path] = []
+    for name in names:
+        path = DATA_DIR / name
+        paths.extend(sorted(path.glob("*.yaml")) if path.is_dir() else [path])
+    return [(p.relative_to(DATA_DIR).as_posix(), p.read_bytes()) for p in paths]
 
 
-@cache
-def gpus() -> tuple[GPU, ...]:
-    return tuple(_GPUFile.model_validate(_read("gpus.yaml")).gpus)
+def _validated(kind: str, files: list[tuple[str, bytes]], build, expect: type):
+    key = content_key(kind, files, (Path(__file__).resolve(),))
+    return cached(key, lambda: build(files), expect)
 
 
-@cache
-def models() -> tuple[ModelSpec, ...]:
-    """Every model of every file in ``data/models/`` (one file per family)."""
+def _build_gpus(files: list[tuple[str, bytes]]) -> tuple[GPU, ...]:
+    return tuple(_GPUFile.model_validate(_load_yaml(files[0][1])).gpus)
+
+
+def _build_models(files: list[tuple[str, bytes]]) -> tuple[ModelSpec, ...]:
     found: list[ModelSpec] = []
     seen: dict[str, str] = {}
-    for filename, data in _read_folder("models"):
-        for model in _ModelFile.model_validate(data).models:
+    for filename, data in files:
+        for model in _ModelFile.model_validate(_load_yaml(data)).models:
             if model.id in seen:
                 raise ValueError(f"model {model.id!r} is in both {seen[model.id]} and {filename}")
             seen[model.id] = filename
@@ -260,9 +274,24 @@ def models() -> tuple[ModelSpec, ...]:
     return tuple(found)
 
 
+def _build_quants(files: list[tuple[str, bytes]]) -> _QuantFile:
+    return _QuantFile.model_validate(_load_yaml(files[0][1]))
+
+
+@cache
+def gpus() -> tuple[GPU, ...]:
+    return _validated("catalog-gpus", _files("gpus.yaml"), _build_gpus, tuple)
+
+
+@cache
+def models() -> tuple[ModelSpec, ...]:
+    """Every model of every file in ``data/models/`` (one file per family)."""
+    return _validated("catalog-models", _files("models"), _build_models, tuple)
+
+
 @cache
 def quant_formats() -> _QuantFile:
-    return _QuantFile.model_validate(_read("quants.yaml"))
+    return _validated("catalog-quants", _files("quants.yaml"), _build_quants, _QuantFile)
 
 
 def variant_weight_bytes(model: ModelSpec, variant: Variant | None) -> int:

@@ -232,7 +232,8 @@ CONTEXT_FIELDS = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first validation: a start that reads the knowledge base from the cache never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _compile(pattern: str) -> re2._Regexp:

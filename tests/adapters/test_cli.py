@@ -213,3 +213,88 @@ def test_console_script_never_prints_a_traceback(tmp_path):
     )
     assert proc.returncode == 0
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+PACK = """engine: custom
+signatures:
+  - id: acme.quota
+    category: gpu_oom
+    title: "ACME cluster: GPU quota exceeded"
+    patterns: ["QuotaExceeded: namespace (?P<namespace>[a-z0-9-]+) asked for (?P<asked_gib>[0-9.]+) GiB"]
+    captures: {namespace: text, asked_gib: gib}
+    cause: "Your namespace {namespace} hit its GPU quota."
+    examples:
+      - text: "QuotaExceeded: namespace ml-team asked for 80 GiB"
+        params: {namespace: ml-team, asked_gib: 80.0}
+"""
+
+
+def test_triage_matches_a_pack_from_the_knowledge_folder(tmp_path, monkeypatch):
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "acme.yaml").write_text(PACK)
+    monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", str(packs))
+    code, out = run(["triage", "--json", "-"], "QuotaExceeded: namespace ml-team asked for 80 GiB\n")
+    assert code == 0
+    finding = json.loads(out)["findings"][0]
+    assert finding["signature"] == "acme.quota"
+    assert finding["params"] == {"namespace": "ml-team", "asked_gib": 80.0}
+
+
+def test_triage_without_the_folder_does_not_match_the_pack(monkeypatch):
+    monkeypatch.delenv("GPU_GARDEN_KNOWLEDGE_DIR", raising=False)
+    code, out = run(["triage", "--json", "-"], "QuotaExceeded: namespace ml-team asked for 80 GiB\n")
+    assert code == 0
+    assert [f["signature"] for f in json.loads(out)["findings"]] == []
+
+
+def test_triage_with_a_broken_pack_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "bad.yaml").write_text("engine: custom\nsignatures: [{id: x}]\n")
+    monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", str(packs))
+    code, _out = run(["triage", "-"], V0_KV)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("gpu-garden: knowledge: ") and "bad.yaml" in err and "Traceback" not in err
+
+
+def test_triage_honours_a_configured_paste_limit(tmp_path, monkeypatch):
+    log = tmp_path / "big.log"
+    log.write_text("x" * 4096 + "\n" + V0_KV)
+    monkeypatch.setenv("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES", "2048")
+    code, out = run(["triage", str(log)])
+    assert code == 0
+    assert "I read part of it" in out and "5,728" in out
+    monkeypatch.delenv("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES")
+    code, out = run(["triage", str(log)])
+    assert "I read part of it" not in out
+
+
+_IMPORTED = (
+    "import sys, io, contextlib\n"
+    "from adapters.cli import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    try:\n"
+    "        main(sys.argv[1:])\n"
+    "    except SystemExit:\n"
+    "        pass\n"
+    "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('bot', 'calculator', 'knowledge'))))\n"
+)
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, *argv], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(proc.stdout.split())
+
+
+def test_help_imports_none_of_the_core():
+    assert _modules_after(["--help"]) == set()
+
+
+def test_vram_never_loads_the_detector_or_the_knowledge_base():
+    loaded = _modules_after(["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq"])
+    assert "calculator.estimate" in loaded
+    assert not loaded & {"bot.detector", "bot.normalize", "bot.core", "knowledge.loader", "knowledge.schema"}

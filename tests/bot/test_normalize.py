@@ -248,3 +248,35 @@ def test_number_cut_by_a_fixed_width_wrap_is_rejoined():
     assert finding.signature == "vllm.kv_cache_too_small.v1"
     assert finding.params["max_model_len"] == 100000
     assert finding.params["kv_cache_gib"] == 4.25
+
+
+def test_clean_ascii_text_is_returned_untouched():
+    text = "INFO 04-12 08:21:19 [worker.py:267] Model loading took 14.99 GiB\n"
+    assert N.visible(text) is text
+
+
+def test_ansi_pass_is_one_pass_with_or_without_the_escape_byte():
+    # the escape sequence goes; what it leaves behind is not re-read as a lost-escape sequence
+    assert N.visible("[3\x1b[0m4m x") == "[34m x"
+    assert N.visible("[34mred[0m") == "red"
+    assert N.visible("\x1b[31mred\x1b[0m [1;32mgreen") == "red green"
+
+
+def test_prefixes_only_at_line_starts():
+    assert N.strip_prefixes("foo [rank0]: x\n[rank0]: y") == "foo [rank0]: x\n\x02y"
+    assert N.strip_prefixes("[rank0]: x\n\n[rank1]: y") == "\x02x\n\n\x02y"
+
+
+def test_line_offsets_in_non_ascii_text():
+    norm = N.normalize("é → INFO 04-12 08:21:19 [worker.py:267] a\n[rank0]: ①② b\nplain")
+    view = norm.views[0]
+    assert norm.lines == ("é → INFO 04-12 08:21:19 [worker.py:267] a", "12 b", "plain")
+    assert list(view.line_starts) == [0, 42, 47]
+    assert list(view.byte_starts) == [0, 45, 50]
+    assert view.line_at(44) == 0 and view.line_at(45) == 1 and view.line_at(51) == 2
+    assert [view.logical_line(i) for i in range(3)] == list(norm.lines)
+
+
+def test_surrogates_and_invisible_characters_in_non_ascii_text():
+    assert N.clean_text("a\u200bb\ud800c é") == "ab\ufffdc é"
+    assert N.clean_text("x\r\ny\rz\tw") == "x\ny\nz    w"

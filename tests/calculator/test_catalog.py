@@ -45,3 +45,16 @@ def test_model_entry_is_sane(model):
             bits = variant.size_bytes * 8 / (model.params_b * 1e9)
             # a checkpoint stores between ~1.5 and ~17 bits per parameter (vision towers, embeddings)
             assert 1.5 <= bits <= 17.5, f"{variant.id}: {bits:.2f} bits per weight"
+
+
+def test_catalog_read_back_from_the_cache_equals_a_fresh_parse(tmp_path, monkeypatch):
+    from calculator import catalog as C
+
+    files = C._files("models")
+    monkeypatch.setenv("GPU_GARDEN_CACHE_DIR", "off")
+    fresh = C._validated("catalog-models", files, C._build_models, tuple)
+    monkeypatch.setenv("GPU_GARDEN_CACHE_DIR", str(tmp_path))
+    built = C._validated("catalog-models", files, C._build_models, tuple)
+    read_back = C._validated("catalog-models", files, C._build_models, tuple)
+    assert fresh == built == read_back
+    assert [p.name.split(".")[0] for p in tmp_path.iterdir()] == ["catalog-models"]

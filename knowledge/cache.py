@@ -1,0 +1,106 @@
+"""A cache of validated data, keyed by the content of the files it was built from.
+
+Parsing YAML and validating it with pydantic costs far more than reading back the validated objects, so
+the knowledge base and the catalogs are pickled once per distinct content and read back on the next
+start.  The key hashes every source file's name and bytes together with the code that validates them,
+so an edited file, pack or schema rebuilds the entry.
+
+The cache is an optimisation only: a folder that cannot be created or written (read-only containers),
+a stale, truncated or foreign entry, or ``GPU_GARDEN_CACHE_DIR=off`` all fall back to building the data
+directly, never to an error.  Entries are only read from a folder owned by this user and not writable
+by others, because unpickling runs code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+ENV = "GPU_GARDEN_CACHE_DIR"
+OFF = ("", "0", "off", "none", "false")
+
+
+def cache_dir() -> Path | None:
+    """Where entries live: ``$GPU_GARDEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpu-garden``, else
+    ``~/.cache/gpu-garden``; None when switched off."""
+    configured = os.environ.get(ENV)
+    if configured is not None:
+        return None if configured.strip().lower() in OFF else Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpu-garden"
+
+
+def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: Iterable[Path] = ()) -> str:
+    """A digest of the sources (name and bytes), the validating code and the interpreter."""
+    import pydantic
+
+    h = hashlib.sha256(f"{kind}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+    for path in code:
+        h.update(path.read_bytes())
+    for name, data in sources:
+        h.update(f"\0{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return f"{kind}.{h.hexdigest()[:32]}"
+
+
+def _trusted(folder: Path) -> bool:
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+
+
+def _read(path: Path) -> object | None:
+    try:
+        with path.open("rb") as fh:
+            return pickle.load(fh)
+    except Exception:  # missing, truncated or from another version: rebuild
+        return None
+
+
+def _write(folder: Path, name: str, value: object) -> None:
+    import tempfile
+
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _trusted(folder):
+            return
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        kind = name.partition(".")[0]
+        for old in folder.glob(f"{kind}.*"):  # entries for content that has since changed
+            if old.name != name:
+                old.unlink(missing_ok=True)
+    except Exception:  # read-only or full disk, unpicklable value: run without a cache
+        return
+
+
+def cached(key: str, build: Callable[[], T], expect: type) -> T:
+    """The value stored under ``key``, or ``build()`` (stored for next time when the folder allows)."""
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    if _trusted(folder):
+        value = _read(folder / key)
+        if isinstance(value, expect):
+            return value  # type: ignore[return-value]
+    value = build()
+    _write(folder, key, value)
+    return value

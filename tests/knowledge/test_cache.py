@@ -1,0 +1,103 @@
+"""The validated-data cache: hits on unchanged content, rebuilds on changed content, and never fails
+when its folder cannot be used."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from knowledge import cache as C
+from knowledge.loader import KnowledgeBase, load_with_extra
+
+PACK = """engine: custom
+signatures:
+  - id: cache-test-pack
+    category: gpu_oom
+    title: "A pack signature"
+    patterns: ["gpu garden cache probe (?P<n>[0-9]+)"]
+    captures: {n: count}
+    cause: "probe {n}"
+    examples:
+      - text: "gpu garden cache probe 7"
+        params: {n: 7}
+"""
+
+
+def _builder(calls: list[int], value: object):
+    def build():
+        calls.append(1)
+        return value
+
+    return build
+
+
+def test_second_load_of_same_content_is_a_hit(tmp_path, monkeypatch):
+    monkeypatch.setenv(C.ENV, str(tmp_path / "c"))
+    calls: list[int] = []
+    key = C.content_key("t", [("a.yaml", b"x: 1")])
+    assert C.cached(key, _builder(calls, ("one",)), tuple) == ("one",)
+    assert C.cached(key, _builder(calls, ("two",)), tuple) == ("one",)
+    assert calls == [1]
+
+
+def test_changed_content_rebuilds_and_drops_the_old_entry(tmp_path, monkeypatch):
+    folder = tmp_path / "c"
+    monkeypatch.setenv(C.ENV, str(folder))
+    old = C.content_key("t", [("a.yaml", b"x: 1")])
+    new = C.content_key("t", [("a.yaml", b"x: 2")])
+    assert old != new
+    C.cached(old, lambda: ("old",), tuple)
+    assert C.cached(new, lambda: ("new",), tuple) == ("new",)
+    assert sorted(p.name for p in folder.iterdir()) == [new]
+
+
+def test_read_only_folder_builds_without_cache(tmp_path, monkeypatch):
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        target = tmp_path / "file-not-folder"  # root can write anywhere: a file where the folder would be
+        target.write_text("")
+        folder = target / "sub"
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        folder = ro / "c"
+    monkeypatch.setenv(C.ENV, str(folder))
+    calls: list[int] = []
+    key = C.content_key("t", [("a.yaml", b"x")])
+    assert C.cached(key, _builder(calls, ("v",)), tuple) == ("v",)
+    assert C.cached(key, _builder(calls, ("v",)), tuple) == ("v",)
+    assert calls == [1, 1]
+
+
+def test_switched_off_and_corrupt_entries(tmp_path, monkeypatch):
+    monkeypatch.setenv(C.ENV, "off")
+    assert C.cache_dir() is None
+    folder = tmp_path / "c"
+    monkeypatch.setenv(C.ENV, str(folder))
+    key = C.content_key("t", [("a.yaml", b"x")])
+    folder.mkdir(mode=0o700)
+    (folder / key).write_bytes(b"\x80\x05garbage")
+    assert C.cached(key, lambda: ("rebuilt",), tuple) == ("rebuilt",)
+
+
+def test_world_writable_folder_is_not_read(tmp_path, monkeypatch):
+    folder = tmp_path / "c"
+    monkeypatch.setenv(C.ENV, str(folder))
+    key = C.content_key("t", [("a.yaml", b"x")])
+    C.cached(key, lambda: ("first",), tuple)
+    folder.chmod(0o777)
+    assert C.cached(key, lambda: ("second",), tuple) == ("second",)
+
+
+@pytest.mark.parametrize("cache_on", [True, False])
+def test_pack_edit_is_seen(tmp_path, monkeypatch, cache_on):
+    monkeypatch.setenv(C.ENV, str(tmp_path / "c") if cache_on else "off")
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "p.yaml").write_text(PACK)
+    first = load_with_extra(packs)
+    assert isinstance(first, KnowledgeBase) and first.by_id("cache-test-pack") is not None
+    (packs / "p.yaml").write_text(PACK.replace("cache-test-pack", "cache-test-renamed"))
+    second = load_with_extra(packs)
+    assert second.by_id("cache-test-pack") is None
+    assert second.by_id("cache-test-renamed") is not None
