@@ -52,6 +52,8 @@ class Finding:
     remedies: list[str]
     invalid: dict[str, str] = field(default_factory=dict)
     versions: str | None = None
+    advice: list[str] = field(default_factory=list)
+    form: str | None = None
 
 
 @dataclass
@@ -281,6 +283,8 @@ def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
         remedies=list(sig.remedies),
         invalid=invalid,
         versions=sig.versions,
+        advice=list(sig.advice),
+        form=sig.form,
     )
 
 

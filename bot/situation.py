@@ -225,14 +225,27 @@ def resolve_pasted_model(name: str) -> ModelMatch:
     raise NameNotFound("model", query, [])
 
 
-def _model(name: str | None, notes: list[str]) -> ModelMatch | None:
-    if not name:
+def _model(name: str | None, notes: list[str], text: str) -> ModelMatch | None:
+    """The catalog entry for the model the paste names; else the geometry its own log prints."""
+    found: ModelMatch | None = None
+    if name:
+        try:
+            found = resolve_pasted_model(name)
+        except NameNotFound:
+            found = None
+    if found is None:
+        from bot.model_sources import from_paste
+
+        read = from_paste(text)
+        if read is not None:
+            notes.extend(read.notes[:1])
+            return ModelMatch(read.model, read.variant, "")
+        if name:
+            notes.append(f"the model {name} is not in my catalog; its numbers come from your log only")
         return None
-    try:
-        return resolve_pasted_model(name)
-    except NameNotFound:
-        notes.append(f"the model {name} is not in my catalog; its numbers come from your log only")
-        return None
+    if found.note:
+        notes.append(found.note)
+    return found
 
 
 def _settings(engine: str, command: Command | None, context: dict[str, Any]) -> dict[str, Sourced]:
@@ -284,11 +297,13 @@ def read(detection: Detection, root: Finding) -> Situation:
         spelled = command.flag(*SETTING_FLAGS.get(engine, {}).get("model", ("--model",)))
         positional = _positional_model(command)
         model_name = spelled or positional or model_name
-    model = _model(str(model_name) if model_name else None, notes)
+    model = _model(str(model_name) if model_name else None, notes, text)
     version, version_src = _version(detection, root, engine, text)
     gpus = _read_gpus(detection, text)
     if gpus.note:
         notes.append(gpus.note)
+    if gpus.gpu is not None and gpus.gpu.assumed:
+        notes.append(gpus.gpu.assumed)
     return Situation(
         root=root,
         engine=engine,

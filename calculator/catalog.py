@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculator.units import GB, GIB
-from knowledge.cache import cached, content_key
+from knowledge.cache import cached, code_digest, content_key
 
 LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
 
@@ -253,8 +253,11 @@ def _files(*names: str) -> list[tuple[str, bytes]]:
     return [(p.relative_to(DATA_DIR).as_posix(), p.read_bytes()) for p in paths]
 
 
+_CODE = code_digest(Path(__file__).resolve())
+
+
 def _validated(kind: str, files: list[tuple[str, bytes]], build, expect: type):
-    key = content_key(kind, files, (Path(__file__).resolve(),))
+    key = content_key(kind, files, _CODE)
     return cached(key, lambda: build(files), expect)
 
 

@@ -38,13 +38,21 @@ def cache_dir() -> Path | None:
     return Path(base) / "gpu-garden"
 
 
-def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: Iterable[Path] = ()) -> str:
+def code_digest(*paths: Path) -> bytes:
+    """The validating code as this process imported it: call at import time, so a process that loaded
+    an older schema never files its objects under the key of a newer one on disk."""
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.read_bytes())
+    return h.digest()
+
+
+def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"") -> str:
     """A digest of the sources (name and bytes), the validating code and the interpreter."""
     import pydantic
 
     h = hashlib.sha256(f"{kind}\0{sys.version}\0{pydantic.VERSION}\0".encode())
-    for path in code:
-        h.update(path.read_bytes())
+    h.update(code)
     for name, data in sources:
         h.update(f"\0{name}\0{len(data)}\0".encode())
         h.update(data)

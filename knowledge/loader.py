@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from knowledge.cache import cached, content_key
+from knowledge.cache import cached, code_digest, content_key
 from knowledge.schema import ContextRule, Signature, SignatureFile
 
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -106,7 +106,7 @@ def load_knowledge(sources: Iterable[tuple[str, str]]) -> KnowledgeBase:
     return KnowledgeBase(tuple(sigs), tuple(rules), tuple(files))
 
 
-_CODE = (Path(__file__).resolve().parent / "schema.py", Path(__file__).resolve())
+_CODE = code_digest(Path(__file__).resolve().parent / "schema.py", Path(__file__).resolve())
 
 
 def load_cached(kind: str, texts: list[tuple[str, str]]) -> KnowledgeBase:

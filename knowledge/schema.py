@@ -262,6 +262,18 @@ class Signature(_Strict):
     captures: dict[str, Unit] = {}
     cause: str
     remedies: list[str] = []
+    form: (
+        Literal[
+            "capacity_short",
+            "budget_over",
+            "capability_below",
+            "constraint_violated",
+            "report",
+            "wrapper",
+            "advice",
+        ]
+        | None
+    ) = Field(default=None, description="the generic diagnosis that answers it; default: by category")
     advice: list[str] = Field(
         default=[],
         description="short steps the reply lists when no remedy computes a fix; may name captures as "

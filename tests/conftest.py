@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,10 @@ def corpus_record(record_id: str) -> dict:
     pytest.skip(f"corpus record {record_id} not available")
     raise AssertionError  # unreachable
 
+
+# the validated-data cache of this run lives in its own folder (never the user's, shared with other checkouts)
+if "GPU_GARDEN_CACHE_DIR" not in os.environ:
+    os.environ["GPU_GARDEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpu-garden-test-cache-")
 
 # The Hub lookup is on by default; tests never leave the machine.  huggingface_hub reads HF_HUB_OFFLINE
 # once, at import: importing it here, before any test sets the variable, keeps the fake-Hub tests able

@@ -68,7 +68,7 @@ def _diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     if root is None:
         return None
     situation = read(detection, root)
-    name = form_of(root.category, getattr(root, "form", None))
+    name = form_of(root.category, root.form)
     result = wrapper(situation, _inner, depth) if name == "wrapper" else FORMS[name](situation)
     result.signature = root.signature
     result.category = root.category

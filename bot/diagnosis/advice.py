@@ -9,9 +9,6 @@ from bot.situation import Situation
 
 
 def advice(situation: Situation) -> Reply:
-    steps = [
-        fill(s, {**situation.context, **situation.params})
-        for s in getattr(situation.root, "advice", []) or []
-    ]
+    steps = [fill(s, {**situation.context, **situation.params}) for s in situation.root.advice]
     extra = [Section("What to do", body="\n".join(f"- {s}" for s in steps if s))] if steps else []
     return reply(situation, situation.root.title, cause(situation), [], log_facts(situation), extra=extra)

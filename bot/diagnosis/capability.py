@@ -73,12 +73,12 @@ def quantization(situation: Situation) -> Reply:
     title = (
         f"vLLM: {method or 'this quantization'} needs compute capability {need:.1f}, this GPU has {cc:.1f}"
         if need and cc
-        else "vLLM: this quantization does not run on this GPU"
+        else situation.root.title
     )
     key = (
         f"The {method} kernels need compute capability {need:.1f}; this GPU has {cc:.1f}."
         if need and cc
-        else "The checkpoint's quantization has no kernel for this GPU."
+        else None
     )
     fixes = _quant_fixes(situation, method)
     extra = [] if fixes else [hardware(situation, None)]
@@ -89,14 +89,10 @@ def bf16(situation: Situation) -> Reply:
     cc = _cc(situation)
     name = situation.gpus.gpu.name if situation.gpus.gpu else (situation.get("gpu") or "this GPU")
     title = (
-        f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}"
-        if cc
-        else "vLLM: bfloat16 is not supported on this GPU"
+        f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}" if cc else situation.root.title
     )
     key = (
-        f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16."
-        if cc
-        else "This GPU has no bfloat16; load the weights in float16."
+        f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16." if cc else None
     )
     fixes = env_fixes(situation, situation.root.remedies, "vllm")
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))

@@ -163,8 +163,38 @@ def batch_short(situation: Situation) -> Reply:
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=[])
 
 
+def state_blocks(situation: Situation) -> Reply:
+    """A hybrid model's state blocks (one per running sequence) fewer than max_num_seqs."""
+    seqs = situation.params.get("max_num_seqs")
+    blocks = situation.params.get("mamba_blocks")
+    known = seqs is not None and blocks is not None
+    title = (
+        f"vLLM: {fmt_tokens(blocks)} state blocks, max_num_seqs asks for {fmt_tokens(seqs)}"
+        if known
+        else situation.root.title
+    )
+    fixes: list[Fix] = []
+    if known and 1 <= int(blocks) < int(seqs):
+        from bot.diagnosis.commands import _GROUPS, _base
+        from bot.shell import render
+
+        groups, switches = _GROUPS["vllm"]
+        command = render(_base(situation, "vllm"), {"--max-num-seqs": str(int(blocks))}, groups, switches)
+        fixes.append(Fix("vllm", f"run at most {int(blocks)} sequences", command, "one state block per sequence fits",
+                         "fewer concurrent requests", 1, {"starts": True, "max_num_seqs": int(blocks)}))  # fmt: skip
+    key = (
+        f"Each running sequence needs one state block; {fmt_tokens(blocks)} fit, max_num_seqs is {fmt_tokens(seqs)}."
+        if known
+        else None
+    )
+    fixes += advice_fixes(situation, situation.root.remedies)
+    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+
+
 def capacity_short(situation: Situation) -> Reply:
     category = situation.root.category
+    if "mamba_blocks" in situation.params:
+        return state_blocks(situation)
     if category == "context_exceeded":
         return request_too_long(situation)
     if category == "batched_tokens_too_small":

@@ -42,7 +42,9 @@ def tp_sizes(situation: Situation) -> Reply:
         valid = _valid_tp(int(heads), kv, gpus)
         budget = budget_for(situation)
         groups, switches = _GROUPS["vllm"]
-        for size in sorted((v for v in valid if v > 1), reverse=True)[:1]:
+        # KV heads unknown: a power of two is the size most likely to divide them too
+        pick = [v for v in valid if v > 1 and (kv is not None or v & (v - 1) == 0)]
+        for size in sorted(pick, reverse=True)[:1]:
             plan = budget.plan0.with_(tp=size) if budget else None
             out = budget.estimate.evaluate(plan) if budget and plan else None
             if out is not None and not out.starts:
@@ -74,7 +76,7 @@ def max_len(situation: Situation) -> Reply:
     title = (
         f"{engine}: {fmt_tokens(asked)} tokens is more than the model's {fmt_tokens(derived)}"
         if asked and derived
-        else f"{engine}: the context is longer than the model allows"
+        else situation.root.title
     )
     key = f"The model's config allows {fmt_tokens(derived)} tokens; {fmt_tokens(asked)} was asked for."
     fixes: list[Fix] = []

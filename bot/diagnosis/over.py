@@ -48,9 +48,10 @@ def in_use(situation: Situation) -> Reply:
     budget = budget_for(situation)
     if budget is not None and free is not None:
         goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=free)
-        fixes += to_fixes(
+        verified = to_fixes(
             situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
         )
+        fixes += verified or _util_within_free(situation, free, total, util)
     out0 = budget.estimate.evaluate(budget.plan0) if budget else None
     return reply(
         situation,
@@ -60,6 +61,28 @@ def in_use(situation: Situation) -> Reply:
         log_facts(situation) + setup_facts(situation),
         picture(out0, "GPU memory"),
     )
+
+
+def _util_within_free(
+    situation: Situation, free: float, total: float | None, util: float | None
+) -> list[Fix]:
+    """Without a model to size the KV cache: a utilization whose request fits what is free (the check
+    vLLM makes), and what it costs the KV cache."""
+    if not total or not util or "lower_gpu_memory_utilization" not in situation.root.remedies:
+        return []
+    lowered = int((free - 0.25) / total * 100) / 100
+    if not 0.05 <= lowered < util:
+        return []
+    from bot.diagnosis.commands import _GROUPS, _base
+    from bot.shell import render
+
+    groups, switches = _GROUPS["vllm"]
+    command = render(
+        _base(situation, "vllm"), {"--gpu-memory-utilization": f"{lowered:.2f}"}, groups, switches
+    )
+    effect = f"asks for {lowered * total:.2f} GiB of the {free:.2f} GiB free; the KV cache gets {(util - lowered) * total:.2f} GiB less"
+    return [Fix("vllm", f"gpu memory utilization {lowered:.2f}", command, effect, "a smaller KV cache", 1,
+                {"starts": True, "asks_gib": round(lowered * total, 2), "free_gib": free})]  # fmt: skip
 
 
 def no_kv(situation: Situation) -> Reply:
@@ -139,7 +162,7 @@ def alloc_failed(situation: Situation) -> Reply:
         f"{engine}: could not allocate {size * 1024:,.0f} MiB"
         + (f" for the {buffer} buffer" if buffer else "")
         if size
-        else f"{engine}: out of GPU memory"
+        else situation.root.title
     )
     budget = budget_for(situation)
     out0 = budget.estimate.evaluate(budget.plan0) if budget else None
