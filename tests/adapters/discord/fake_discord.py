@@ -170,8 +170,13 @@ class FakeDiscord:
         """Wait until ``count`` requests matching have arrived (answered or not)."""
         rx = re.compile(pattern)
         deadline = asyncio.get_running_loop().time() + timeout
+
         def matching() -> int:
-            return sum(1 for m, _, path in (a.partition(" ") for a in self.arrived) if m == method and rx.fullmatch(path))
+            return sum(
+                1
+                for m, _, path in (a.partition(" ") for a in self.arrived)
+                if m == method and rx.fullmatch(path)
+            )
 
         while matching() < count:
             if asyncio.get_running_loop().time() > deadline:
@@ -450,11 +455,15 @@ class FakeDiscord:
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
         self.arrived.append(f"{request.method} {path}")
+        body, files = await self._body(request)
         for method, pattern, seconds in self.latency:
             if method == request.method and re.fullmatch(pattern, path):
                 await asyncio.sleep(seconds)
+                if request.transport is None or request.transport.is_closing():
+                    # the client gave up (it was stopped): recorded, but never delivered
+                    await self._record(Call(request.method, path, dict(request.query), body, files))
+                    return web.Response(status=499)
                 break
-        body, files = await self._body(request)
         call = Call(request.method, path, dict(request.query), body, files)
         key = f"{request.method} {path}"
         if key in self.fail:
