@@ -310,8 +310,11 @@ def cmd_stats(args: argparse.Namespace, stdout: TextIO) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     settings = _settings(args.config)
-    if not settings.database.exists():
-        raise CliError(f"no database at {settings.database} yet", 1)
+    if not settings.database.exists():  # a fresh deployment: nothing answered yet is not an error
+        stdout.write(
+            f"GPU Garden stats: nothing yet (the bot creates {settings.database} on its first start).\n"
+        )
+        return EXIT_OK
     stdout.write(report(Storage(settings.database), since, top=args.top) + "\n")
     return EXIT_OK
 
@@ -381,6 +384,11 @@ def build_parser() -> argparse.ArgumentParser:
         "check-config", help="validate settings, tokens and knowledge packs without connecting"
     )
     cc.add_argument("--config", type=Path, help="YAML settings file")
+    cc.add_argument(
+        "--platform",
+        choices=("discord", "slack"),
+        help="check what this service needs (else GPU_GARDEN_PLATFORM)",
+    )
     kn = sub.add_parser("knowledge", help="list the loaded signatures or test a knowledge pack")
     kn.add_argument("--config", type=Path, help="YAML settings file")
     ksub = kn.add_subparsers(dest="action", required=True)
@@ -418,7 +426,7 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
         if args.command == "check-config":
             from adapters.ops_cli import check_config
 
-            return check_config(args.config, stdout)
+            return check_config(args.config, stdout, args.platform)
         if args.command == "knowledge":
             from adapters.ops_cli import knowledge_list, knowledge_test
 
