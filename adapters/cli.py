@@ -320,20 +320,28 @@ def cmd_stats(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def cmd_platform(args: argparse.Namespace) -> int:
-    settings = _settings(args.config, args)
+    sync = getattr(args, "action", None) == "sync-commands"
+    try:
+        settings = _settings(args.config, args)
+    except CliError as exc:
+        if sync:
+            raise
+        import asyncio
+
+        from adapters.runner import fail_before_start
+
+        return asyncio.run(fail_before_start(str(exc)))  # JSON when asked, and the fast-failure pause
     if args.command == "discord":
-        if settings.discord.token is None:
-            raise CliError("GPU_GARDEN_DISCORD_TOKEN is not set")
-        if getattr(args, "action", None) == "sync-commands":
+        if sync:
+            if settings.discord.token is None:
+                raise CliError("GPU_GARDEN_DISCORD_TOKEN is not set")
             import asyncio
 
             from adapters.discord import sync_commands
 
             setup_logging(settings)
             return asyncio.run(sync_commands(settings, args.guild))
-        return _serve(settings, ["discord"])
-    if settings.slack.bot_token is None:
-        raise CliError("GPU_GARDEN_SLACK_BOT_TOKEN is not set")
+        return _serve(settings, ["discord"])  # a missing token is logged by the runner, then the pause
     return _serve(settings, ["slack"])
 
 

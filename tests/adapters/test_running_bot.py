@@ -132,3 +132,77 @@ async def test_sigterm_mid_post_lets_the_answer_out_and_exits_0(fake, tmp_path):
     assert fake.find("POST", rf"/channels/{source['id']}/messages")[0].response is not None
     (row,) = db_rows(db, "SELECT reply_id, settled FROM replies")
     assert row[0] is not None and row[1] == 1
+
+
+async def start_failure(tmp_path: Path, command: str, **env: str) -> tuple[list[str], float]:
+    """Run `gpu-garden COMMAND` that cannot start: its stderr lines, and how long it stayed up after
+    its last line before the SIGTERM that ends its pause."""
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GPU_GARDEN_")},
+        "GPU_GARDEN_LOG_FORMAT": "json",
+        "GPU_GARDEN_DATABASE": str(tmp_path / "db.sqlite3"),
+        **env,
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "adapters.cli", command, cwd=ROOT, env=full, stderr=asyncio.subprocess.PIPE
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        while not any("waiting 30 s before exiting" in line for line in lines):
+            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            assert line, f"exited without the pause: {lines}"
+            lines.append(line.decode().rstrip("\n"))
+        await asyncio.sleep(0.5)
+        still_up = proc.returncode is None
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 10)
+        lines += [line for line in (await proc.stderr.read()).decode().splitlines() if line]
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert still_up and code == 1, lines
+    return lines, 0.5
+
+
+def _json_lines(lines: list[str]) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in lines]  # every line is one JSON object: no plain text
+
+
+async def test_bad_knowledge_pack_at_start_is_one_json_line_then_the_pause(tmp_path):
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "broken.yaml").write_text("engine: custom\nsignatures:\n  - id: x\n    patterns: ['ok']\n")
+    lines, _ = await start_failure(
+        tmp_path, "discord", GPU_GARDEN_DISCORD_TOKEN="fake-token", GPU_GARDEN_KNOWLEDGE_DIR=str(packs)
+    )
+    records = _json_lines(lines)
+    assert not any("Traceback" in line for line in lines)
+    (error,) = [r for r in records if r["message"].startswith("cannot start:")]
+    assert error["level"] == "ERROR" and "broken.yaml" in error["message"]
+
+
+async def test_invalid_settings_before_connecting_are_json_and_pause(tmp_path):
+    lines, _ = await start_failure(tmp_path, "slack", GPU_GARDEN_LIMITS_USER_PER_MINUTE="zero")
+    records = _json_lines(lines)
+    assert any(r["message"].startswith("cannot start: settings:") for r in records)
+
+
+async def test_wrong_kind_slack_app_token_stops_at_start(tmp_path):
+    from tests.adapters.slack.fake_slack import BOT_TOKEN, FakeSlack
+
+    async with FakeSlack() as slack:
+        lines, _ = await start_failure(
+            tmp_path,
+            "slack",
+            GPU_GARDEN_SLACK_BOT_TOKEN=BOT_TOKEN,
+            GPU_GARDEN_SLACK_APP_TOKEN="xoxb-1-not-an-app-token",
+            GPU_GARDEN_SLACK_API_URL=slack.api_url,
+        )
+        assert slack.connections == 0 and not slack.called("apps.connections.open")
+    records = _json_lines(lines)
+    assert any("GPU_GARDEN_SLACK_APP_TOKEN is a bot token (xoxb-)" in r["message"] for r in records)
+    assert not any("xoxb-1-not-an-app-token" in line for line in lines)
