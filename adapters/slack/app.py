@@ -137,7 +137,10 @@ class SlackBridge:
         if self.slack.mode == "http" and not signing_secret:
             raise SlackConfigError("HTTP mode needs GPU_GARDEN_SLACK_SIGNING_SECRET")
         self.fetcher = FileFetcher(
-            self.client.token or "", settings.limits.attachment_max_bytes, self.slack.api_url
+            self.client.token or "",
+            settings.limits.attachment_max_bytes,
+            self.slack.api_url,
+            on_failure=lambda: service.platform_error(PLATFORM, "download"),
         )
         self._tasks: set[asyncio.Task] = set()
         self.completed = 0  # listeners finished (answered, ignored or failed): for tests and stats
