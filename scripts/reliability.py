@@ -926,10 +926,12 @@ async def answer_faults() -> Section:
         (
             "SIGTERM to `gpu-garden discord` mid-post (1.5 s post)",
             rb.test_sigterm_mid_post_lets_the_answer_out_and_exits_0,
+            "answered exactly once, then exit 0",
         ),
         (
             "/metrics of `gpu-garden discord` after answered pastes",
             rb.test_metrics_count_messages_findings_replies_and_platform_errors,
+            "messages, findings, replies, latency and send errors counted exactly",
         ),
     ]
 
