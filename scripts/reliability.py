@@ -1220,6 +1220,12 @@ Each fix has a test in tests/hardening/ that failed before it.
 """
 
 
+def _anchor(title: str) -> str:
+    """The heading's anchor as Markdown renderers make it: lower case, punctuation dropped."""
+    kept = "".join(c for c in title.lower() if c.isalnum() or c in " -")
+    return kept.replace(" ", "-")
+
+
 async def main_async(args) -> str:
     quick = args.quick
     sections: list[Section] = []
@@ -1251,8 +1257,7 @@ async def main_async(args) -> str:
     step("done")
     elapsed = time.perf_counter() - started
     summary = ["| case | verdict |", "|---|---|"] + [
-        f"| [{s.title}](#{s.title.lower().replace(' ', '-')}) | {'pass' if s.ok else '**FAIL**'} |"
-        for s in sections
+        f"| [{s.title}](#{_anchor(s.title)}) | {'pass' if s.ok else '**FAIL**'} |" for s in sections
     ]
     head = [
         "# Reliability",
