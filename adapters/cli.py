@@ -393,27 +393,38 @@ def cmd_stats(args: argparse.Namespace, stdout: TextIO) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     settings = _settings(args.config)
-    if not settings.database.exists():
-        raise CliError(f"no database at {settings.database} yet", 1)
+    if not settings.database.exists():  # a fresh deployment: nothing answered yet is not an error
+        stdout.write(
+            f"GPU Garden stats: nothing yet (the bot creates {settings.database} on its first start).\n"
+        )
+        return EXIT_OK
     stdout.write(report(Storage(settings.database), since, top=args.top) + "\n")
     return EXIT_OK
 
 
 def cmd_platform(args: argparse.Namespace) -> int:
-    settings = _settings(args.config, args)
+    sync = getattr(args, "action", None) == "sync-commands"
+    try:
+        settings = _settings(args.config, args)
+    except CliError as exc:
+        if sync:
+            raise
+        import asyncio
+
+        from adapters.runner import fail_before_start
+
+        return asyncio.run(fail_before_start(str(exc)))  # JSON when asked, and the fast-failure pause
     if args.command == "discord":
-        if settings.discord.token is None:
-            raise CliError("GPU_GARDEN_DISCORD_TOKEN is not set")
-        if getattr(args, "action", None) == "sync-commands":
+        if sync:
+            if settings.discord.token is None:
+                raise CliError("GPU_GARDEN_DISCORD_TOKEN is not set")
             import asyncio
 
             from adapters.discord import sync_commands
 
             setup_logging(settings)
             return asyncio.run(sync_commands(settings, args.guild))
-        return _serve(settings, ["discord"])
-    if settings.slack.bot_token is None:
-        raise CliError("GPU_GARDEN_SLACK_BOT_TOKEN is not set")
+        return _serve(settings, ["discord"])  # a missing token is logged by the runner, then the pause
     return _serve(settings, ["slack"])
 
 
@@ -468,6 +479,11 @@ def build_parser() -> argparse.ArgumentParser:
         "check-config", help="validate settings, tokens and knowledge packs without connecting"
     )
     cc.add_argument("--config", type=Path, help="YAML settings file")
+    cc.add_argument(
+        "--platform",
+        choices=("discord", "slack"),
+        help="check what this service needs (else GPU_GARDEN_PLATFORM)",
+    )
     kn = sub.add_parser("knowledge", help="list the loaded signatures or test a knowledge pack")
     kn.add_argument("--config", type=Path, help="YAML settings file")
     ksub = kn.add_subparsers(dest="action", required=True)
@@ -505,7 +521,7 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
         if args.command == "check-config":
             from adapters.ops_cli import check_config
 
-            return check_config(args.config, stdout)
+            return check_config(args.config, stdout, args.platform)
         if args.command == "knowledge":
             from adapters.ops_cli import knowledge_list, knowledge_test
 

@@ -1,6 +1,8 @@
 """Operator commands: ``check-config``, ``knowledge list|test FILE``, ``stats``, ``healthcheck``.
 
 They validate and report without connecting to any platform, and never print a secret.
+``check-config --platform slack`` (or ``GPU_GARDEN_PLATFORM=slack``, which docker-compose.yml sets per
+service) checks what that service needs; without it, at least one platform must be configured.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ _DISCORD_TOKEN = re2.compile(r"^[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-
 _HEX32 = re2.compile(r"^[0-9a-f]{32}$")
 
 
-def check_config(config: Path | None, out: TextIO) -> int:
+PLATFORM_ENV = "GPU_GARDEN_PLATFORM"
+NEEDED_TOKEN = {"discord": "GPU_GARDEN_DISCORD_TOKEN", "slack": "GPU_GARDEN_SLACK_BOT_TOKEN"}
+
+
+def check_config(config: Path | None, out: TextIO, platform: str | None = None) -> int:
     """Validate everything without connecting; one line per problem; exit 1 when anything is wrong."""
     problems: list[str] = []
     notes: list[str] = []
@@ -27,6 +33,7 @@ def check_config(config: Path | None, out: TextIO) -> int:
     except SettingsError as exc:
         out.write(f"error: settings: {exc}\n")
         return 1
+    problems += _enabled_problems(settings, platform or os.environ.get(PLATFORM_ENV) or None)
     problems += _platform_problems(settings, notes)
     problems += _knowledge_problems(settings, notes)
     problems += _path_problems(settings, notes)
@@ -34,10 +41,26 @@ def check_config(config: Path | None, out: TextIO) -> int:
         out.write(f"ok: {note}\n")
     for problem in problems:
         out.write(f"error: {problem}\n")
-    if not settings.discord_enabled and not settings.slack_enabled:
-        out.write("note: no platform token set: `gpu-garden` runs the bot in the terminal\n")
     out.write("configuration is valid\n" if not problems else f"{len(problems)} problem(s) found\n")
     return 1 if problems else 0
+
+
+def _enabled_problems(s: Settings, platform: str | None) -> list[str]:
+    """The platform this service runs must have its token; with none named, one platform at least
+    (an untouched .env.example has no token at all: the bot would have nothing to connect to)."""
+    enabled = {"discord": s.discord_enabled, "slack": s.slack_enabled}
+    if platform is not None:
+        if platform not in enabled:
+            return [f"{PLATFORM_ENV}={platform}: use discord or slack"]
+        if not enabled[platform]:
+            return [f"the {platform} service needs {NEEDED_TOKEN[platform]}; it is not set"]
+        return []
+    if not any(enabled.values()):
+        return [
+            "no platform token is set (GPU_GARDEN_DISCORD_TOKEN or GPU_GARDEN_SLACK_BOT_TOKEN): "
+            "fill in .env for the platform you deploy (`gpu-garden` alone runs in the terminal)"
+        ]
+    return []
 
 
 def _secret(value) -> str | None:
@@ -113,10 +136,12 @@ def _path_problems(s: Settings, notes: list[str]) -> list[str]:
     problems: list[str] = []
     db = s.database
     folder = db.parent if str(db.parent) else Path(".")
-    if not folder.exists():
-        problems.append(f"database folder {folder} does not exist")
-    elif not os.access(folder, os.W_OK):
-        problems.append(f"database folder {folder} is not writable")
+    existing = _nearest_existing(folder)
+    if not existing.is_dir():
+        problems.append(f"database folder {folder} cannot be created: {existing} is not a folder")
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not writable" if existing == folder else f"cannot be created ({existing} is not writable)"
+        problems.append(f"database folder {folder} {what}")
     elif db.exists():
         try:  # read-only: checking must not change anything
             sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("PRAGMA schema_version").fetchone()
@@ -128,6 +153,14 @@ def _path_problems(s: Settings, notes: list[str]) -> list[str]:
     if s.health_file is not None and not os.access(s.health_file.parent, os.W_OK):
         problems.append(f"health file folder {s.health_file.parent} is not writable")
     return problems
+
+
+def _nearest_existing(folder: Path) -> Path:
+    """The folder itself, or its closest ancestor that exists (the bot creates the rest on start)."""
+    current = folder
+    while not current.exists() and current != current.parent:
+        current = current.parent
+    return current
 
 
 def knowledge_list(config: Path | None, out: TextIO) -> int:

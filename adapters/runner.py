@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
 import signal
 
 from bot.health import Health
@@ -54,13 +55,74 @@ CRASH_LOOP_WINDOW = 60.0
 CRASH_BACKOFF = 30.0
 
 
+class StartupError(RuntimeError):
+    """The bot cannot start (settings, knowledge pack): one line says what to fix."""
+
+
+def _startup_problem(exc: BaseException) -> str:
+    from knowledge.loader import KnowledgeError
+
+    if isinstance(exc, KnowledgeError | StartupError):
+        return str(exc)
+    return f"{exc.__class__.__name__}: {exc}"
+
+
+def _watch_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+
+
+async def _pause_before_exit(stop: asyncio.Event, crash_backoff: float) -> None:
+    """Failing fast (a bad token, a broken pack, no network): wait before exiting, so a restart policy
+    cannot turn it into a login storm (Discord resets a token after 1000 identifies a day)."""
+    log.error(
+        "failed within %.0f s of starting; waiting %.0f s before exiting", CRASH_LOOP_WINDOW, crash_backoff
+    )
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=crash_backoff)
+
+
+async def fail_before_start(problem: str, crash_backoff: float = CRASH_BACKOFF) -> int:
+    """An error found before the bot could even read its settings: logged as one line (JSON when
+    GPU_GARDEN_LOG_FORMAT=json), then the same pause as any fast failure; exit code 1."""
+    from bot.logs import configure
+
+    fmt = os.environ.get("GPU_GARDEN_LOG_FORMAT", "text").strip().lower()
+    configure("INFO", "json" if fmt == "json" else "text")
+    log.error("cannot start: %s", problem)
+    stop = asyncio.Event()
+    _watch_signals(asyncio.get_running_loop(), stop)
+    await _pause_before_exit(stop, crash_backoff)
+    return 1
+
+
 async def serve(
     settings: Settings,
     platforms: list[str],
     service: GardenService | None = None,
     crash_backoff: float = CRASH_BACKOFF,
 ) -> int:
-    service = service or build_service(settings)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    _watch_signals(loop, stop)
+    try:
+        service = service or build_service(settings)
+    except Exception as exc:  # a broken knowledge pack: one clear line, not a traceback
+        log.error("cannot start: %s", _startup_problem(exc))
+        await _pause_before_exit(stop, crash_backoff)
+        return 1
+    return await _run(settings, platforms, service, stop, crash_backoff)
+
+
+async def _run(
+    settings: Settings,
+    platforms: list[str],
+    service: GardenService,
+    stop: asyncio.Event,
+    crash_backoff: float,
+) -> int:
+    loop = asyncio.get_running_loop()
     health = Health(settings.health_file)
     if service.metrics is None:
         service.metrics = Metrics()
@@ -69,11 +131,6 @@ async def serve(
         from adapters.health_server import start_health_server
 
         health_server = await start_health_server(settings, health, service.metrics, service.storage)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
         # SIGHUP re-reads the knowledge packs; a broken pack leaves the previous ones in force
         loop.add_signal_handler(signal.SIGHUP, service.reload_knowledge, settings.knowledge_dir)
@@ -84,33 +141,14 @@ async def serve(
         tasks.append(asyncio.create_task(module.serve(settings, service, health), name=name))
     watchdog = asyncio.create_task(health.watchdog(settings.disconnect_exit_seconds), name="watchdog")
     stopper = asyncio.create_task(stop.wait(), name="stop")
-    code = 0
     started = loop.time()
     try:
         done, _pending = await asyncio.wait([*tasks, watchdog, stopper], return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task is stopper:
-                log.info("stop signal received; shutting down")
-                continue
-            exc = task.exception()
-            if isinstance(exc, SystemExit):
-                code = int(exc.code or 0)
-            elif exc is not None:
-                log.error("%s stopped: %s: %s", task.get_name(), exc.__class__.__name__, exc)
-                code = 1
-            else:
-                log.info("%s finished", task.get_name())
+        code = _exit_code(done, stopper)
         if code and not stop.is_set() and loop.time() - started < CRASH_LOOP_WINDOW:
-            # failing fast (a bad token, no network): wait before exiting, so a restart policy cannot
-            # turn it into a login storm (Discord resets a token after 1000 identifies a day)
-            log.error(
-                "failed within %.0f s of starting; waiting %.0f s before exiting",
-                CRASH_LOOP_WINDOW,
-                crash_backoff,
-            )
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=crash_backoff)
+            await _pause_before_exit(stop, crash_backoff)
     finally:
+        # cancelling a platform's serve drains its answers in flight (bounded) before it disconnects
         for task in [*tasks, watchdog, stopper]:
             task.cancel()
         await asyncio.gather(*tasks, watchdog, stopper, return_exceptions=True)
@@ -120,4 +158,21 @@ async def serve(
             await stop_health_server(health_server)
         if service.storage is not None:
             service.storage.close()
+    return code
+
+
+def _exit_code(done: set[asyncio.Task], stopper: asyncio.Task) -> int:
+    code = 0
+    for task in done:
+        if task is stopper:
+            log.info("stop signal received; shutting down")
+            continue
+        exc = task.exception()
+        if isinstance(exc, SystemExit):
+            code = int(exc.code or 0)
+        elif exc is not None:
+            log.error("%s stopped: %s: %s", task.get_name(), exc.__class__.__name__, exc)
+            code = 1
+        else:
+            log.info("%s finished", task.get_name())
     return code

@@ -77,3 +77,7 @@ class Deduper:
             return True
         self._seen[event_id] = now
         return False
+
+    def forget(self, event_id: str) -> None:
+        """Not seen after all (its handling failed): the next ``seen(id)`` is False again."""
+        self._seen.pop(event_id, None)

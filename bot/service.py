@@ -8,8 +8,10 @@ anything reads the paste, the CPU work off the event loop, and the outcome logge
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -60,35 +62,54 @@ class GardenService:
         # users told "try again" in this window, whichever limit refused them: one notice per user
         self.noticed = Deduper(ttl=60.0, max_items=100_000, clock=clock)
         self._inflight: set[str] = set()
+        self._turns: dict[str, tuple[asyncio.Lock, int]] = {}
         self.metrics = metrics
+
+    def source_key(self, msg: IncomingMessage) -> str | None:
+        """What identifies one message across its events (created, edited, deleted, redelivered)."""
+        return f"{msg.platform}:{msg.channel_id}:{msg.message_id}" if msg.message_id else None
+
+    @contextlib.asynccontextmanager
+    async def turn(self, msg: IncomingMessage) -> AsyncIterator[None]:
+        """One event of a message at a time: an edit or a delete that arrives while the answer is
+        being posted waits until it is posted (and recorded), then finds it and follows it."""
+        key = self.source_key(msg)
+        if key is None:
+            yield
+            return
+        lock, users = self._turns.get(key, (asyncio.Lock(), 0))
+        self._turns[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._turns[key]
+            if users <= 1:
+                del self._turns[key]
+            else:
+                self._turns[key] = (lock, users - 1)
 
     async def handle(
         self, msg: IncomingMessage, event_id: str | None = None, edited: bool = False
     ) -> Outcome:
+        outcome = await self._handle(msg, event_id, edited)
+        if self.metrics is not None:
+            self.metrics.observe_outcome(msg.platform, outcome)
+        return outcome
+
+    async def _handle(self, msg: IncomingMessage, event_id: str | None, edited: bool) -> Outcome:
         started = time.perf_counter()
         if msg.is_bot:
             return Outcome("ignored")
         if event_id and self.events.seen(f"{msg.platform}:event:{event_id}"):
             return Outcome("duplicate")
-        source_key = f"{msg.platform}:{msg.channel_id}:{msg.message_id}" if msg.message_id else None
-        if source_key and not edited:
-            if source_key in self._inflight or self.events.seen(source_key):
-                return Outcome("duplicate")
-            if self.storage is not None and not await asyncio.to_thread(
-                self.storage.claim, msg.platform, source_key, msg.channel_id
-            ):
-                return Outcome("duplicate")
-        user_verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
-        channel_verdict = (
-            self.channel_limiter.check(f"{msg.platform}:{msg.channel_id}") if user_verdict.allowed else None
-        )
-        if not user_verdict.allowed or (channel_verdict is not None and not channel_verdict.allowed):
-            verdict = user_verdict if not user_verdict.allowed else channel_verdict
-            assert verdict is not None
-            notice = None
-            if verdict.notify and msg.addressed and not self.noticed.seen(f"{msg.platform}:{msg.user_id}"):
-                notice = f"I'm answering a lot right now; try again in about {max(1, round(verdict.retry_after))} s."
-            return Outcome("throttled", notice=notice)
+        source_key = self.source_key(msg)
+        if source_key and not edited and not await self._claim(msg, source_key):
+            return Outcome("duplicate")
+        throttled = self._throttle(msg)
+        if throttled is not None:
+            await self._settle(msg)
+            return throttled
         if source_key:
             self._inflight.add(source_key)
         try:
@@ -97,7 +118,8 @@ class GardenService:
             if source_key:
                 self._inflight.discard(source_key)
         latency = (time.perf_counter() - started) * 1000
-        kind: OutcomeKind = "reply" if reply is not None else "ignored"
+        if reply is None:
+            await self._settle(msg)
         if self.storage is not None:
             await asyncio.to_thread(
                 self.storage.record_event,
@@ -107,7 +129,52 @@ class GardenService:
                 reply.category if reply else None,
                 latency,
             )
+        kind: OutcomeKind = "reply" if reply is not None else "ignored"
         return Outcome(kind, reply=reply, latency_ms=latency, secrets=secrets)
+
+    async def _claim(self, msg: IncomingMessage, source_key: str) -> bool:
+        if source_key in self._inflight or self.events.seen(source_key):
+            return False
+        if self.storage is None:
+            return True
+        return await asyncio.to_thread(self.storage.claim, msg.platform, source_key, msg.channel_id)
+
+    def _throttle(self, msg: IncomingMessage) -> Outcome | None:
+        """A throttled outcome (with one notice per user per window when addressed), or None."""
+        user_verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
+        if user_verdict.allowed:
+            verdict = self.channel_limiter.check(f"{msg.platform}:{msg.channel_id}")
+            if verdict.allowed:
+                return None
+        else:
+            verdict = user_verdict
+        notice = None
+        if verdict.notify and msg.addressed and not self.noticed.seen(f"{msg.platform}:{msg.user_id}"):
+            notice = (
+                f"I'm answering a lot right now; try again in about {max(1, round(verdict.retry_after))} s."
+            )
+        return Outcome("throttled", notice=notice)
+
+    async def _settle(self, msg: IncomingMessage) -> None:
+        key = self.source_key(msg)
+        if self.storage is not None and key is not None:
+            await asyncio.to_thread(self.storage.settle, msg.platform, key)
+
+    async def abandon(self, msg: IncomingMessage, event_id: str | None = None) -> None:
+        """The answer could not be posted (the platform failed, the bot is stopping): forget that the
+        message was taken, so a redelivery or the next start answers it."""
+        key = self.source_key(msg)
+        if key is not None:
+            self.events.forget(key)
+            if self.storage is not None:
+                await asyncio.to_thread(self.storage.release, msg.platform, key)
+        if event_id:
+            self.events.forget(f"{msg.platform}:event:{event_id}")
+
+    def platform_error(self, platform: str, kind: str) -> None:
+        """A platform call failed (send, edit, delete, download, ...): counted on /metrics."""
+        if self.metrics is not None:
+            self.metrics.platform_error(platform, kind)
 
     def _answer(self, msg: IncomingMessage) -> tuple[Reply | None, tuple[str, ...]]:
         kinds: list[str] = []
@@ -168,9 +235,9 @@ class GardenService:
         )
 
     async def remember_reply(self, msg: IncomingMessage, reply_id: str | None, reply: Reply | None) -> None:
-        if self.storage is None or not msg.message_id:
+        source_key = self.source_key(msg)
+        if self.storage is None or source_key is None:
             return
-        source_key = f"{msg.platform}:{msg.channel_id}:{msg.message_id}"
         await asyncio.to_thread(
             self.storage.record_reply,
             msg.platform,
@@ -182,11 +249,10 @@ class GardenService:
 
     async def previous_reply(self, msg: IncomingMessage) -> str | None:
         """Our reply id for this message (to edit it in place when the message is edited)."""
-        if self.storage is None or not msg.message_id:
+        source_key = self.source_key(msg)
+        if self.storage is None or source_key is None:
             return None
-        return await asyncio.to_thread(
-            self.storage.reply_for, msg.platform, f"{msg.platform}:{msg.channel_id}:{msg.message_id}"
-        )
+        return await asyncio.to_thread(self.storage.reply_for, msg.platform, source_key)
 
 
 def _redact_command(msg: IncomingMessage) -> tuple[IncomingMessage, list[str]]:

@@ -1,6 +1,10 @@
 """The bot's SQLite database: which messages were answered (so nothing is answered twice and edits
 re-triage in place), feedback votes per signature, and an event log for operators' stats.
 
+A message is *claimed* when the bot starts on it and *settled* once its answer is posted (or the bot
+decided to stay silent).  A claim left unsettled by an earlier process (stopped mid-post, crashed)
+does not block the message: the next process that sees it again may answer it.
+
 Every method swallows database faults (locked, disk full, missing folder) after logging them: the
 bot keeps answering when its database is unwell, and says so in the log.
 """
@@ -12,6 +16,7 @@ import logging
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -28,6 +33,8 @@ CREATE TABLE IF NOT EXISTS replies (
     signature TEXT,
     category TEXT,
     created_at REAL NOT NULL,
+    settled INTEGER NOT NULL DEFAULT 1,
+    owner TEXT,
     PRIMARY KEY (platform, source_id)
 );
 CREATE TABLE IF NOT EXISTS feedback (
@@ -52,6 +59,19 @@ CREATE INDEX IF NOT EXISTS events_time ON events (created_at);
 CREATE INDEX IF NOT EXISTS feedback_sig ON feedback (signature);
 """
 
+# databases made before claims could be unsettled: their rows were all answered (DEFAULT 1)
+MIGRATIONS = (
+    ("settled", "ALTER TABLE replies ADD COLUMN settled INTEGER NOT NULL DEFAULT 1"),
+    ("owner", "ALTER TABLE replies ADD COLUMN owner TEXT"),
+)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(replies)")}
+    for name, sql in MIGRATIONS:
+        if name not in columns:
+            conn.execute(sql)
+
 
 def user_hash(platform: str, user_id: str) -> str:
     """Votes are stored against a hash, not the platform's user id."""
@@ -73,6 +93,7 @@ class Storage:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self.failures = 0
+        self.owner = uuid.uuid4().hex  # this process's claims, told apart from a previous run's
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -82,6 +103,7 @@ class Storage:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=2000")
             conn.executescript(SCHEMA)
+            _migrate(conn)
             self._conn = conn
         return self._conn
 
@@ -144,25 +166,48 @@ class Storage:
         return None
 
     def claim(self, platform: str, source_id: str, channel_id: str | None = None) -> bool:
-        """Atomically mark a message as being answered; False if it already was."""
+        """Atomically mark a message as being answered; False if it was answered, or is being answered
+        by this process.  An unsettled claim of an earlier process is taken over."""
         with self._db("reply claim") as db:
             if db is not None:
                 cur = db.execute(
-                    "INSERT OR IGNORE INTO replies (platform, source_id, channel_id, created_at) VALUES (?,?,?,?)",
-                    (platform, source_id, channel_id, self.clock()),
+                    "INSERT INTO replies (platform, source_id, channel_id, created_at, settled, owner) "
+                    "VALUES (?,?,?,?,0,?) ON CONFLICT(platform, source_id) DO UPDATE SET "
+                    "owner=excluded.owner, created_at=excluded.created_at "
+                    "WHERE replies.settled=0 AND replies.owner IS NOT excluded.owner",
+                    (platform, source_id, channel_id, self.clock(), self.owner),
                 )
                 return cur.rowcount == 1
         return True  # without a database we cannot know; the in-memory deduper still guards
 
+    def settle(self, platform: str, source_id: str) -> None:
+        """The message is done with (answered without a reply id, or silently passed over)."""
+        with self._db("reply settle") as db:
+            if db is not None:
+                db.execute(
+                    "UPDATE replies SET settled=1 WHERE platform=? AND source_id=?", (platform, source_id)
+                )
+
+    def release(self, platform: str, source_id: str) -> None:
+        """Our answer could not be posted: drop the unsettled claim, so the message is answered later."""
+        with self._db("reply release") as db:
+            if db is not None:
+                db.execute(
+                    "DELETE FROM replies WHERE platform=? AND source_id=? AND settled=0",
+                    (platform, source_id),
+                )
+
     def record_reply(
         self, platform: str, source_id: str, reply_id: str | None, signature: str | None, category: str | None
     ) -> None:
+        """Our reply is posted (or edited, or deleted with ``reply_id`` None): the message is settled."""
         with self._db("reply record") as db:
             if db is not None:
                 db.execute(
-                    "INSERT INTO replies (platform, source_id, reply_id, signature, category, created_at) "
-                    "VALUES (?,?,?,?,?,?) ON CONFLICT(platform, source_id) DO UPDATE SET "
-                    "reply_id=excluded.reply_id, signature=excluded.signature, category=excluded.category",
+                    "INSERT INTO replies (platform, source_id, reply_id, signature, category, created_at, settled) "
+                    "VALUES (?,?,?,?,?,?,1) ON CONFLICT(platform, source_id) DO UPDATE SET "
+                    "reply_id=excluded.reply_id, signature=excluded.signature, category=excluded.category, "
+                    "settled=1",
                     (platform, source_id, reply_id, signature, category, self.clock()),
                 )
 

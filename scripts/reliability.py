@@ -873,6 +873,110 @@ async def platform_faults() -> Section:
     return sec
 
 
+async def answer_faults() -> Section:
+    import tests.adapters.test_running_bot as rb
+    import tests.hardening.test_answer_faults as af
+
+    sec = Section(
+        "Answers under edits, deletes and stops",
+        "The fakes answer posts after a delay (REST latency) so that an edit, a delete or a stop arrives "
+        f"while an answer is being posted ({af.LATENCY:.1f} s unless the scenario says otherwise). An edit "
+        "waits for the answer in flight and then updates it; a deleted original takes its answer along; a "
+        "stop lets the answers in flight be posted (at most 10 s) and a message is marked answered only "
+        "once its answer is posted, so one cut off is answered when it comes again. The last two rows run "
+        "the real `gpu-garden discord` process. Each scenario is the test of the same name, timed.",
+        ["scenario", "outcome", "replies lost", "replies duplicated", "time"],
+    )
+    from tests.adapters.discord.fake_discord import FakeDiscord
+    from tests.hardening.faulty import FaultyDiscord, FaultySlack
+
+    discord_cases = [
+        (
+            "Discord edit while the answer is posted",
+            af.test_discord_quick_edit_while_posting_updates_the_one_answer,
+        ),
+        (
+            "Discord edit that removes the error",
+            af.test_discord_edit_that_removes_the_error_removes_the_answer,
+        ),
+        (
+            "Discord original deleted, also mid-post",
+            af.test_discord_deleted_original_deletes_the_answer_even_mid_post,
+        ),
+        ("Discord stop mid-post (1 s post)", af.test_discord_stop_mid_post_drains_the_answer),
+        (
+            "Discord stop beyond the drain bound (3 s post), restart",
+            af.test_discord_stop_beyond_the_drain_bound_leaves_the_message_to_the_next_start,
+        ),
+    ]
+    slack_cases = [
+        (
+            "Slack edit while the answer is posted",
+            af.test_slack_quick_edit_while_posting_updates_the_one_answer,
+        ),
+        ("Slack original deleted (plain and tombstone)", af.test_slack_deleted_original_deletes_the_answer),
+        ("Slack original deleted mid-post", af.test_slack_delete_while_posting_deletes_the_late_answer),
+        ("Slack stop mid-post (1 s post)", af.test_slack_stop_mid_post_drains_the_answer),
+        (
+            "Slack post cut by the drain bound, event redelivered",
+            af.test_slack_post_cut_by_the_drain_bound_is_answered_when_redelivered,
+        ),
+    ]
+    process_cases = [
+        (
+            "SIGTERM to `gpu-garden discord` mid-post (1.5 s post)",
+            rb.test_sigterm_mid_post_lets_the_answer_out_and_exits_0,
+            "answered exactly once, then exit 0",
+        ),
+        (
+            "/metrics of `gpu-garden discord` after answered pastes",
+            rb.test_metrics_count_messages_findings_replies_and_platform_errors,
+            "messages, findings, replies, latency and send errors counted exactly",
+        ),
+    ]
+
+    async def one(name: str, run, passed: str = "every message answered exactly once") -> None:
+        start = time.perf_counter()
+        try:
+            with tempfile.TemporaryDirectory() as tmp, captured_logs(logging.WARNING):
+                await run(Path(tmp))
+            outcome, lost, dup = passed, 0, 0
+        except AssertionError as exc:
+            outcome, lost, dup = f"FAILED: {str(exc)[:80]}", "?", "?"
+            sec.ok = False
+        sec.add(name, outcome, lost, dup, f"{time.perf_counter() - start:.1f} s")
+
+    for name, test in discord_cases:
+        fake = await FaultyDiscord().start()
+        point_discord(fake)
+        try:
+            await one(name, lambda tmp, t=test, f=fake: t(f, tmp))
+        finally:
+            await fake.stop()
+    for name, test in slack_cases:
+        slack = await FaultySlack().start()
+
+        async def run_slack(tmp: Path, t=test, sl=slack) -> None:
+            factory = _SlackFactory(sl, tmp)
+            try:
+                extra = [tmp] if "tmp_path" in inspect.signature(t).parameters else []
+                await t(factory, sl, *extra)
+            finally:
+                await factory.close()
+
+        try:
+            await one(name, run_slack)
+        finally:
+            await slack.stop()
+    for name, test, passed in process_cases:
+        fake = await FakeDiscord().start()
+        try:
+            await one(name, lambda tmp, t=test, f=fake: t(f, tmp), passed)
+        finally:
+            await fake.stop()
+    return sec
+
+
 class _SlackFactory:
     """The ``slack_factory`` fixture of tests/hardening/conftest.py, outside pytest."""
 
@@ -1109,8 +1213,17 @@ Each fix has a test in tests/hardening/ that failed before it.
 | bot/storage.py | a database file deleted while the bot runs: SQLite writes on into the deleted inode, everything after is lost without a word | the storage notices the file is gone, logs it, and starts a new one | test_storage_faults.py::test_database_deleted_while_running_is_noticed_and_recreated |
 | adapters/discord/render.py | a pasted `[free GPUs](https://evil.example)` quoted in a note (the model name) rendered as a masked link in the embed | `](` is broken with a zero-width space outside code blocks | test_injection.py::test_discord_render_of_a_hostile_paste_is_inert |
 | adapters/discord/events.py | an attachment download cut off midway was not retried: the paste was lost | two retries with backoff (0.5 s, 1 s) on a broken connection, 5xx or 429, within the per-file timeout | test_platform_faults.py::test_discord_attachment_cut_off_midway_is_downloaded_again |
+| bot/service.py, bot/storage.py | an edit arriving while the first answer was being posted got a second answer (Discord 2/2, Slack 2/2 at 0.3 s REST latency); a message was marked taken before its answer was posted, so one lost to a stop was never answered after the restart and its Slack redelivery was refused | one event of a message at a time (`GardenService.turn`); a claim is settled only when the answer is posted, released when posting fails, and taken over from an earlier process | test_answer_faults.py::test_discord_quick_edit_while_posting_updates_the_one_answer, ::test_slack_quick_edit_while_posting_updates_the_one_answer, ::test_slack_post_cut_by_the_drain_bound_is_answered_when_redelivered |
+| adapters/discord/bot.py, adapters/slack/app.py | on SIGTERM Discord closed in ~0.5 s and lost the answer in flight (Slack waited 5 s); the answer stayed after the original was deleted (both) or its error edited away (Discord) | the answers in flight are drained for up to 10 s before the connection closes; a deleted original (Slack: `message_deleted` or a tombstone) deletes its answer, an edit that removes the error removes the Discord answer | test_answer_faults.py::test_discord_stop_mid_post_drains_the_answer, ::test_discord_deleted_original_deletes_the_answer_even_mid_post, test_running_bot.py::test_sigterm_mid_post_lets_the_answer_out_and_exits_0 |
+| bot/service.py | nothing in production called the metrics observers: `/metrics` never moved | the service counts every outcome, the adapters every failed send, delete, download and disconnect | test_running_bot.py::test_metrics_count_messages_findings_replies_and_platform_errors |
 | adapters/slack/files.py | the same for Slack files; and a file over the cap kept its head, so the error at the end of a long log was never read (while the reply said it read the end) | retries as above; a `Range` request for the tail, else the stream with only its last `cap` bytes kept (bounded to 8 caps read) | test_platform_faults.py::test_slack_slow_and_broken_file_downloads, test_size.py::test_slack_50_mib_file_is_read_from_its_tail |
 """
+
+
+def _anchor(title: str) -> str:
+    """The heading's anchor as Markdown renderers make it: lower case, punctuation dropped."""
+    kept = "".join(c for c in title.lower() if c.isalnum() or c in " -")
+    return kept.replace(" ", "-")
 
 
 async def main_async(args) -> str:
@@ -1135,6 +1248,8 @@ async def main_async(args) -> str:
     sections.append(await load(200 if quick else 1000, 50, 2.0 if quick else 10.0))
     step("platform faults")
     sections.append(await platform_faults())
+    step("answers under edits, deletes and stops")
+    sections.append(await answer_faults())
     step("database faults")
     sections.append(await storage_faults())
     step("knowledge reload")
@@ -1142,8 +1257,7 @@ async def main_async(args) -> str:
     step("done")
     elapsed = time.perf_counter() - started
     summary = ["| case | verdict |", "|---|---|"] + [
-        f"| [{s.title}](#{s.title.lower().replace(' ', '-')}) | {'pass' if s.ok else '**FAIL**'} |"
-        for s in sections
+        f"| [{s.title}](#{_anchor(s.title)}) | {'pass' if s.ok else '**FAIL**'} |" for s in sections
     ]
     head = [
         "# Reliability",

@@ -8,10 +8,11 @@ application commands once (never on every start).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -35,6 +36,9 @@ NO_MENTIONS = discord.AllowedMentions.none()
 THREAD_ARCHIVE_MINUTES = 1440
 RECENT_REPLIES = 2000  # source message -> our reply, when there is no database
 DOWNLOAD_TIMEOUT = aiohttp.ClientTimeout(total=30, sock_connect=10)
+# on SIGTERM, answers being computed or posted get this long to finish before the connection closes
+# (Docker's default stop timeout is 10 s before SIGKILL; the compose file gives the bot more)
+DRAIN_SECONDS = 10.0
 
 
 def _guarded_parser(event: str, parse: Callable[[Any], None]) -> Callable[[Any], None]:
@@ -57,6 +61,7 @@ class GardenClient(discord.Client):
         service: GardenService | None,
         health: Health | None = None,
         guild_ready_timeout: float = 2.0,
+        drain_seconds: float = DRAIN_SECONDS,
     ):
         intents = discord.Intents.default()
         intents.typing = False
@@ -80,6 +85,9 @@ class GardenClient(discord.Client):
         commands.register(self.tree)
         self._session: aiohttp.ClientSession | None = None
         self._recent: OrderedDict[str, str] = OrderedDict()
+        self._answering: set[asyncio.Task] = set()  # message events in flight (drained on close)
+        self._closing = False
+        self.drain_seconds = drain_seconds
         for name, parse in list(self._connection.parsers.items()):
             self._connection.parsers[name] = _guarded_parser(name, parse)
 
@@ -89,6 +97,9 @@ class GardenClient(discord.Client):
         self._session = aiohttp.ClientSession(timeout=DOWNLOAD_TIMEOUT)
 
     async def close(self) -> None:
+        """Stop taking messages, let the answers in flight be posted (bounded), then disconnect."""
+        self._closing = True
+        await self.drain(self.drain_seconds)
         try:
             await super().close()
         finally:
@@ -108,6 +119,29 @@ class GardenClient(discord.Client):
     async def on_disconnect(self) -> None:
         if self.health is not None:
             self.health.disconnected(PLATFORM)
+        if not self._closing:
+            self._platform_error("disconnect")
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the message events in flight; cancel what is left (a cancelled
+        answer releases its claim, so it is answered after the restart)."""
+        current = asyncio.current_task()
+        pending = [t for t in self._answering if t is not current and not t.done()]
+        if not pending:
+            return
+        log.info("waiting up to %.0f s for %d answer(s) in flight", timeout, len(pending))
+        _done, still = await asyncio.wait(pending, timeout=timeout)
+        for task in still:
+            task.cancel()
+        if still:
+            log.warning(
+                "stopped %d answer(s) still in flight; they are answered after the restart", len(still)
+            )
+            await asyncio.gather(*still, return_exceptions=True)
+
+    def _platform_error(self, kind: str) -> None:
+        if self.service is not None:
+            self.service.platform_error(PLATFORM, kind)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("discord event %s failed", event_method)
@@ -123,7 +157,11 @@ class GardenClient(discord.Client):
     async def fetch_attachment(self, url: str, size: int, cap: int) -> tuple[bytes, bool]:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=DOWNLOAD_TIMEOUT)
-        return await events.http_fetch(self._session, url, size, cap)
+        try:
+            return await events.http_fetch(self._session, url, size, cap)
+        except (aiohttp.ClientError, OSError, TimeoutError):
+            self._platform_error("download")
+            raise
 
     def _remember(self, key: str, location: str) -> None:
         self._recent[key] = location
@@ -132,31 +170,58 @@ class GardenClient(discord.Client):
             self._recent.popitem(last=False)
 
     # messages ----------------------------------------------------------------------------------
-    async def on_message(self, message: discord.Message) -> None:
+    @contextlib.contextmanager
+    def _in_flight(self) -> Iterator[None]:
+        task = asyncio.current_task()
+        if task is not None:
+            self._answering.add(task)
         try:
-            await self.handle_message(message)
-        except Exception:
-            log.exception("message %s: failed to answer", getattr(message, "id", "?"))
+            yield
+        finally:
+            if task is not None:
+                self._answering.discard(task)
+
+    async def on_message(self, message: discord.Message) -> None:
+        with self._in_flight():
+            try:
+                await self.handle_message(message)
+            except Exception:
+                log.exception("message %s: failed to answer", getattr(message, "id", "?"))
 
     async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        try:
-            before = payload.cached_message
-            after = payload.message
-            if (
-                before is not None
-                and before.content == after.content
-                and before.attachments == after.attachments
-            ):
-                return  # an embed preview or a pin, not an edit of the text
-            if before is None and ("content" not in payload.data or after.edited_at is None):
-                return  # not cached and never edited: a link preview after a restart, not an edit
-            await self.handle_message(after, edited=True)
-        except Exception:
-            log.exception("message %s: failed to re-triage the edit", payload.message_id)
+        with self._in_flight():
+            try:
+                before = payload.cached_message
+                after = payload.message
+                if (
+                    before is not None
+                    and before.content == after.content
+                    and before.attachments == after.attachments
+                ):
+                    return  # an embed preview or a pin, not an edit of the text
+                if before is None and ("content" not in payload.data or after.edited_at is None):
+                    return  # not cached and never edited: a link preview after a restart, not an edit
+                await self.handle_message(after, edited=True)
+            except Exception:
+                log.exception("message %s: failed to re-triage the edit", payload.message_id)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        """The original is gone: so is our answer to it."""
+        if self.service is None or self._closing:
+            return
+        with self._in_flight():
+            source = IncomingMessage(
+                platform=PLATFORM, channel_id=str(payload.channel_id), message_id=str(payload.message_id)
+            )
+            try:
+                async with self.service.turn(source):
+                    await self._remove_answer(source)
+            except Exception:
+                log.exception("message %s: failed to remove our answer", payload.message_id)
 
     async def handle_message(self, message: discord.Message, edited: bool = False) -> None:
         me = self.user
-        if me is None or self.service is None:
+        if me is None or self.service is None or self._closing:
             return
         why = events.trigger(message, me, self.passive_channels, self.settings.discord.passive)
         if why is None:
@@ -168,6 +233,12 @@ class GardenClient(discord.Client):
             self.settings.limits.attachment_max_bytes,
             mentioned=why in ("mention", "dm"),
         )
+        async with self.service.turn(incoming):
+            await self._answer(message, incoming, edited)
+
+    async def _answer(self, message: discord.Message, incoming: IncomingMessage, edited: bool) -> None:
+        """Triage, then post (or edit, or remove) the answer; nothing posted releases the claim."""
+        assert self.service is not None
         outcome = await self.service.handle(incoming, edited=edited)
         if outcome.kind == "throttled" and outcome.notice and not edited:
             await message.reply(
@@ -175,16 +246,44 @@ class GardenClient(discord.Client):
             )
             return
         if outcome.kind != "reply" or outcome.reply is None:
+            if edited and outcome.kind == "ignored":
+                await self._remove_answer(incoming)  # the error was edited away
             return
         reply = outcome.reply
-        rendered = await self.render(reply)
         key = f"{incoming.channel_id}:{incoming.message_id}"
-        if edited and await self._edit_previous(incoming, key, rendered, reply):
-            return
-        sent = await self._send(message, rendered, reply)
+        try:
+            rendered = await self.render(reply)
+            if edited and await self._edit_previous(incoming, key, rendered, reply):
+                return
+            sent = await self._send(message, rendered, reply)
+        except BaseException as exc:
+            if not edited:
+                await asyncio.shield(self.service.abandon(incoming))
+            if isinstance(exc, discord.HTTPException | aiohttp.ClientError):
+                self._platform_error("send")
+            raise
         location = f"{sent.channel.id}/{sent.id}"
         self._remember(key, location)
         await self.service.remember_reply(incoming, location, reply)
+
+    async def _remove_answer(self, incoming: IncomingMessage) -> None:
+        """Delete our answer to this message, if there is one, and remember that there is none."""
+        assert self.service is not None
+        key = f"{incoming.channel_id}:{incoming.message_id}"
+        location = await self.service.previous_reply(incoming) or self._recent.get(key)
+        if not location or "/" not in location:
+            return
+        channel_id, _, reply_id = location.partition("/")
+        target = self.get_partial_messageable(int(channel_id)).get_partial_message(int(reply_id))
+        try:
+            await target.delete()
+        except discord.NotFound:
+            pass  # already gone
+        except discord.HTTPException:
+            self._platform_error("delete")
+            raise
+        self._recent.pop(key, None)
+        await self.service.remember_reply(incoming, None, None)
 
     async def _send(self, message: discord.Message, rendered: Rendered, reply: Reply) -> discord.Message:
         """In a new thread on the message; as a reply where threads are off or not allowed."""
@@ -250,13 +349,16 @@ def create_bot(
     health: Health | None = None,
     *,
     guild_ready_timeout: float = 2.0,
+    drain_seconds: float = DRAIN_SECONDS,
 ) -> GardenClient:
     """The configured client, not started: ``await client.start(token)`` or use ``serve``.
 
     ``guild_ready_timeout``: how long discord.py waits for more guilds before READY (tests use less).
     """
     _apply_endpoints(settings)
-    return GardenClient(settings, service, health, guild_ready_timeout=guild_ready_timeout)
+    return GardenClient(
+        settings, service, health, guild_ready_timeout=guild_ready_timeout, drain_seconds=drain_seconds
+    )
 
 
 def _token(settings: Settings) -> str:

@@ -35,6 +35,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.commands import command_text, from_vram_command, is_help, vram_help
 from adapters.slack.events import (
     Incoming,
+    deleted_message,
     from_app_mention,
     from_message_event,
     from_message_shortcut,
@@ -62,7 +63,9 @@ PLATFORM = "slack"
 TRIAGE_CALLBACK = "triage_message"
 EVENTS_PATH = "/slack/events"
 HEALTH_POLL_SECONDS = 5.0
-SHUTDOWN_GRACE_SECONDS = 5.0
+# on SIGTERM, answers being computed or posted get this long to finish (Docker's default stop
+# timeout is 10 s before SIGKILL; the compose file gives the bot more)
+SHUTDOWN_GRACE_SECONDS = 10.0
 AUTH_ERRORS = {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"}
 BLOCK_ERRORS = {"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long", "msg_too_long"}
 
@@ -134,7 +137,10 @@ class SlackBridge:
         if self.slack.mode == "http" and not signing_secret:
             raise SlackConfigError("HTTP mode needs GPU_GARDEN_SLACK_SIGNING_SECRET")
         self.fetcher = FileFetcher(
-            self.client.token or "", settings.limits.attachment_max_bytes, self.slack.api_url
+            self.client.token or "",
+            settings.limits.attachment_max_bytes,
+            self.slack.api_url,
+            on_failure=lambda: service.platform_error(PLATFORM, "download"),
         )
         self._tasks: set[asyncio.Task] = set()
         self.completed = 0  # listeners finished (answered, ignored or failed): for tests and stats
@@ -208,6 +214,10 @@ class SlackBridge:
     # listeners ---------------------------------------------------------------------------------
     async def _on_message(self, body: dict, event: dict, context) -> None:
         async with self._guard("message"):
+            gone = deleted_message(event)
+            if gone is not None:
+                await self._remove_answer(gone)
+                return
             incoming = from_message_event(event, self.slack, context.bot_user_id)
             if incoming is not None:
                 await self._answer(incoming, body.get("event_id"))
@@ -288,11 +298,20 @@ class SlackBridge:
 
     async def _answer(self, incoming: Incoming, event_id: str | None) -> None:
         msg = await self._with_files(incoming)
-        edited = False
+        async with self.service.turn(msg):
+            try:
+                await self._answer_in_turn(incoming, msg, event_id)
+            except BaseException as exc:
+                if isinstance(exc, SlackApiError | OSError | TimeoutError):
+                    self.service.platform_error(PLATFORM, "send")
+                raise
+
+    async def _answer_in_turn(self, incoming: Incoming, msg: IncomingMessage, event_id: str | None) -> None:
+        """Triage, then post or update the answer; a post that fails releases the message."""
         previous: str | None = None
         if incoming.edited:
             previous = await self.service.previous_reply(msg)
-            edited = previous is not None  # seen before: re-triage; never seen: a new message
+        edited = previous is not None  # seen before: re-triage; never seen: a new message
         outcome = await self.service.handle(msg, event_id=event_id, edited=edited)
         if outcome.kind == "throttled":
             if outcome.notice:
@@ -307,8 +326,28 @@ class SlackBridge:
         if previous:  # our earlier answer to this message: update it in place
             await self._update(msg, previous, reply)
             return
-        if reply is not None:
+        if reply is None:
+            return
+        try:
             await self.post_reply(msg, incoming.thread_ts, reply)
+        except BaseException:
+            if not edited:
+                await asyncio.shield(self.service.abandon(msg, event_id))
+            raise
+
+    async def _remove_answer(self, source: IncomingMessage) -> None:
+        """The original was deleted: delete our answer to it, and remember that there is none."""
+        async with self.service.turn(source):
+            reply_ts = await self.service.previous_reply(source)
+            if not reply_ts:
+                return
+            try:
+                await self.client.chat_delete(channel=source.channel_id, ts=reply_ts)
+            except SlackApiError as exc:
+                if exc.response.get("error") != "message_not_found":
+                    self.service.platform_error(PLATFORM, "delete")
+                    raise
+            await self.service.remember_reply(source, None, None)
 
     async def _update(self, msg: IncomingMessage, reply_ts: str, reply: Reply | None) -> None:
         if reply is None:
@@ -427,6 +466,12 @@ async def _serve_socket(bridge: SlackBridge, health: Health, poll: float) -> Non
         raise SlackConfigError(
             "Socket Mode needs GPU_GARDEN_SLACK_APP_TOKEN (an xapp- token with connections:write), "
             "or set GPU_GARDEN_SLACK_MODE=http"
+        )
+    if not app_token.startswith("xapp-"):
+        kind = "a bot token (xoxb-)" if app_token.startswith("xoxb-") else "not an app-level token"
+        raise SlackConfigError(
+            f"GPU_GARDEN_SLACK_APP_TOKEN is {kind}; Socket Mode needs the app-level token that starts "
+            "with xapp- (Basic Information > App-Level Tokens, scope connections:write)"
         )
     handler = AsyncSocketModeHandler(bridge.app, app_token)
     try:

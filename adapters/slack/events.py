@@ -19,6 +19,11 @@ from bot.settings import SlackSettings
 # bot messages, ...) is ignored
 READ_SUBTYPES = {None, "", "file_share", "thread_broadcast"}
 EDIT_SUBTYPE = "message_changed"
+DELETE_SUBTYPE = "message_deleted"
+# a deleted message that has thread replies (ours) stays as a "tombstone": Slack sends message_changed
+# whose message has subtype "tombstone" (https://github.com/openclaw/openclaw/pull/22035), or
+# message_deleted with a tombstone as previous_message (https://github.com/slack-edge/slack-edge/pull/10)
+TOMBSTONE_SUBTYPE = "tombstone"
 BOT_SUBTYPES = {"bot_message", "bot_add", "bot_remove"}
 
 TEXT_FILETYPES = {
@@ -196,6 +201,22 @@ def from_message_event(
         mentioned=is_dm,
     )
     return Incoming(msg, str(thread_ts), files, skipped, edited)
+
+
+def deleted_message(event: dict[str, Any]) -> IncomingMessage | None:
+    """A ``message`` event saying a message was deleted → that message (channel and ts), else None."""
+    channel = event.get("channel")
+    subtype = event.get("subtype")
+    ts = None
+    if subtype == DELETE_SUBTYPE:
+        ts = event.get("deleted_ts")
+    elif subtype == EDIT_SUBTYPE:
+        message = event.get("message")
+        if isinstance(message, dict) and message.get("subtype") == TOMBSTONE_SUBTYPE:
+            ts = message.get("ts")
+    if not channel or not ts:
+        return None
+    return IncomingMessage(platform="slack", channel_id=str(channel), message_id=str(ts))
 
 
 def from_app_mention(event: dict[str, Any], bot_user_id: str | None) -> Incoming | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -35,9 +36,17 @@ class _Retry(Exception):
 
 
 class FileFetcher:
-    def __init__(self, token: str, cap: int, api_url: str, timeout: float = 20.0):
+    def __init__(
+        self,
+        token: str,
+        cap: int,
+        api_url: str,
+        timeout: float = 20.0,
+        on_failure: Callable[[], None] | None = None,
+    ):
         self._token = token
         self.cap = cap
+        self.on_failure = on_failure  # a download that failed for good (counted on /metrics)
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=5)
         api_host = urlparse(api_url).hostname
         self.allowed_hosts = {api_host} if api_host else set()
@@ -67,9 +76,14 @@ class FileFetcher:
                 if isinstance(result, asyncio.CancelledError):
                     raise result
                 log.warning("could not download file %s: %s", f.get("id"), result.__class__.__name__)
+                self._failed()
             elif result is not None:
                 out.append(result)
         return out
+
+    def _failed(self) -> None:
+        if self.on_failure is not None:
+            self.on_failure()
 
     async def fetch(self, f: dict[str, Any]) -> Attachment | None:
         url = str(f.get("url_private_download") or f.get("url_private") or "")
@@ -83,6 +97,7 @@ class FileFetcher:
                 if attempt == DOWNLOAD_RETRIES:
                     if isinstance(exc, _Retry):
                         log.warning("file %s: %s", f.get("id"), exc)
+                        self._failed()
                         return None
                     raise
                 log.info("file %s: download failed (%s); retrying", f.get("id"), exc.__class__.__name__)
@@ -103,10 +118,12 @@ class FileFetcher:
                 raise _Retry(f"HTTP {resp.status}")
             if resp.status not in (200, 206):
                 log.warning("file %s: HTTP %s", f.get("id"), resp.status)
+                self._failed()
                 return None
             ctype = resp.headers.get("Content-Type", "")
             if ctype.startswith("text/html") and not name.lower().endswith((".html", ".htm")):
                 log.warning("file %s: got a sign-in page; does the app have files:read?", f.get("id"))
+                self._failed()
                 return None
             chunks: deque[bytes] = deque()
             kept = read = 0

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
 from adapters.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 GOOD_PACK = """engine: custom
 signatures:
@@ -35,6 +38,7 @@ def clean_env(monkeypatch, tmp_path):
         "GPU_GARDEN_KNOWLEDGE_DIR",
         "GPU_GARDEN_DATABASE",
         "GPU_GARDEN_CONFIG",
+        "GPU_GARDEN_PLATFORM",
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -46,10 +50,59 @@ def run(argv):
     return code, out.getvalue()
 
 
-def test_check_config_clean_machine(tmp_path):
+DISCORD_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAw.GabCde.abcdefghijklmnopqrstuvwxyz0123"
+
+
+def test_check_config_clean_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_TOKEN", DISCORD_TOKEN)
     code, out = run(["check-config"])
-    assert code == 0 and "configuration is valid" in out
+    assert code == 0 and out.endswith("configuration is valid\n")
     assert not (tmp_path / "gpu-garden.sqlite3").exists()  # checking changes nothing
+
+
+def test_check_config_untouched_env_example_is_an_error(tmp_path):
+    (tmp_path / ".env").write_text((ROOT / ".env.example").read_text())
+    code, out = run(["check-config"])
+    assert code == 1
+    assert "error: no platform token is set (GPU_GARDEN_DISCORD_TOKEN or GPU_GARDEN_SLACK_BOT_TOKEN)" in out
+    assert out.endswith("1 problem(s) found\n")
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_check_config_slack_service_without_a_slack_token_is_an_error(monkeypatch, how):
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_TOKEN", DISCORD_TOKEN)  # .env holds Discord's token only
+    argv = ["check-config"]
+    if how == "flag":
+        argv += ["--platform", "slack"]
+    else:
+        monkeypatch.setenv("GPU_GARDEN_PLATFORM", "slack")
+    code, out = run(argv)
+    assert code == 1
+    assert "error: the slack service needs GPU_GARDEN_SLACK_BOT_TOKEN; it is not set\n" in out
+    monkeypatch.delenv("GPU_GARDEN_PLATFORM", raising=False)
+    assert run(["check-config", "--platform", "discord"])[0] == 0
+
+
+def test_check_config_database_folder_the_bot_creates_is_fine(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPU_GARDEN_DISCORD_TOKEN", DISCORD_TOKEN)
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "data" / "sub" / "bot.sqlite3"))
+    code, out = run(["check-config"])
+    assert code == 0, out
+    assert f"ok: database {tmp_path / 'data' / 'sub' / 'bot.sqlite3'} will be created on first start" in out
+    assert not (tmp_path / "data").exists()
+    (tmp_path / "blocker").write_text("x")
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "blocker" / "sub" / "bot.sqlite3"))
+    code, out = run(["check-config"])
+    assert code == 1
+    assert f"cannot be created: {tmp_path / 'blocker'} is not a folder" in out
+
+
+def test_stats_on_a_fresh_deployment_says_nothing_yet(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPU_GARDEN_DATABASE", str(tmp_path / "data" / "bot.sqlite3"))
+    code, out = run(["stats"])
+    assert code == 0
+    assert out.startswith("GPU Garden stats: nothing yet")
+    assert not (tmp_path / "data").exists()
 
 
 def test_check_config_wrong_token_kinds_never_prints_them(monkeypatch):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.message import Attachment, IncomingMessage, SlashCommand
+from bot.metrics import Metrics
 from bot.service import GardenService
 from bot.settings import Limits
 from bot.storage import Storage
@@ -17,10 +20,70 @@ def msg(i="1", user="u1", channel="c1", text=KV, **kw):
 async def test_answers_once_per_message_even_across_restarts(tmp_path):
     db = tmp_path / "db.sqlite3"
     svc = GardenService(storage=Storage(db))
-    assert (await svc.handle(msg())).kind == "reply"
-    assert (await svc.handle(msg())).kind == "duplicate"
+    out = await svc.handle(msg())
+    assert out.kind == "reply"
+    assert (await svc.handle(msg())).kind == "duplicate"  # being posted: not a second time
+    await svc.remember_reply(msg(), "r1", out.reply)
     restarted = GardenService(storage=Storage(db))
     assert (await restarted.handle(msg())).kind == "duplicate"
+
+
+async def test_a_message_taken_but_never_posted_is_answered_after_a_restart(tmp_path):
+    db = tmp_path / "db.sqlite3"
+    svc = GardenService(storage=Storage(db))
+    assert (await svc.handle(msg())).kind == "reply"  # then the process stops before posting
+    restarted = GardenService(storage=Storage(db))
+    assert (await restarted.handle(msg())).kind == "reply"
+    assert (await restarted.handle(msg())).kind == "duplicate"
+
+
+async def test_an_abandoned_answer_is_not_refused_when_redelivered(tmp_path):
+    svc = GardenService(storage=Storage(tmp_path / "db.sqlite3"))
+    assert (await svc.handle(msg(), event_id="Ev7")).kind == "reply"
+    await svc.abandon(msg(), event_id="Ev7")  # the post failed
+    assert (await svc.handle(msg(), event_id="Ev7")).kind == "reply"
+    assert (await svc.handle(msg(), event_id="Ev7")).kind == "duplicate"
+
+
+async def test_a_silent_pass_is_settled_and_not_redone_after_a_restart(tmp_path):
+    db = tmp_path / "db.sqlite3"
+    svc = GardenService(storage=Storage(db))
+    assert (await svc.handle(msg(text="nothing to see"))).kind == "ignored"
+    restarted = GardenService(storage=Storage(db))
+    assert (await restarted.handle(msg(text="nothing to see"))).kind == "duplicate"
+
+
+async def test_an_edit_waits_for_the_answer_in_flight():
+    svc = GardenService()
+    order: list[str] = []
+
+    async def first() -> None:
+        async with svc.turn(msg()):
+            order.append("first starts")
+            await asyncio.sleep(0.05)  # posting
+            order.append("first posted")
+
+    async def edit() -> None:
+        await asyncio.sleep(0.01)
+        async with svc.turn(msg()):
+            order.append("edit")
+
+    await asyncio.gather(first(), edit())
+    assert order == ["first starts", "first posted", "edit"]
+    assert svc._turns == {}  # nothing kept once both are done
+
+
+async def test_outcomes_are_counted_on_the_metrics():
+    metrics = Metrics()
+    svc = GardenService(metrics=metrics)
+    await svc.handle(msg())
+    await svc.handle(msg())
+    labels = {"platform": "test", "signature": "vllm.kv_cache_too_small.v0", "category": "kv_cache_too_small"}
+    assert metrics.value("gpu_garden_messages_total", {"platform": "test", "outcome": "reply"}) == 1.0
+    assert metrics.value("gpu_garden_messages_total", {"platform": "test", "outcome": "duplicate"}) == 1.0
+    assert metrics.value("gpu_garden_findings_total", labels) == 1.0
+    svc.platform_error("test", "send")
+    assert metrics.value("gpu_garden_platform_errors_total", {"platform": "test", "kind": "send"}) == 1.0
 
 
 async def test_edit_is_retriaged():

@@ -18,6 +18,45 @@ def test_claim_once_and_reply_lookup(tmp_path):
     assert again.reply_for("discord", "c:1") == "r9"
 
 
+def test_unsettled_claim_of_an_earlier_process_is_taken_over(tmp_path):
+    path = tmp_path / "bot.sqlite3"
+    first = Storage(path)
+    assert first.claim("discord", "c:1")
+    first.close()
+    second = Storage(path)  # a restart: the first process never posted
+    assert second.claim("discord", "c:1")
+    assert not second.claim("discord", "c:1")
+    second.record_reply("discord", "c:1", "r1", None, None)
+    second.close()
+    third = Storage(path)
+    assert not third.claim("discord", "c:1")  # answered: never again
+
+
+def test_released_claim_can_be_claimed_again_and_settled_cannot(tmp_path):
+    db = Storage(tmp_path / "bot.sqlite3")
+    assert db.claim("slack", "c:2")
+    db.release("slack", "c:2")
+    assert db.claim("slack", "c:2")
+    db.settle("slack", "c:2")
+    db.release("slack", "c:2")  # settled: release leaves it
+    assert db.reply_for("slack", "c:2") == ""
+    assert not Storage(tmp_path / "bot.sqlite3").claim("slack", "c:2")
+
+
+def test_database_from_before_settling_keeps_its_answers(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE replies (platform TEXT NOT NULL, source_id TEXT NOT NULL, channel_id TEXT, "
+            "reply_id TEXT, signature TEXT, category TEXT, created_at REAL NOT NULL, "
+            "PRIMARY KEY (platform, source_id))"
+        )
+        conn.execute("INSERT INTO replies (platform, source_id, created_at) VALUES ('discord', 'c:9', 1.0)")
+    db = Storage(path)
+    assert not db.claim("discord", "c:9")
+    assert db.claim("discord", "c:10")
+
+
 def test_feedback_one_vote_per_user_and_stats(tmp_path):
     db = Storage(tmp_path / "bot.sqlite3")
     for _i in range(3):

@@ -93,6 +93,8 @@ class FakeDiscord:
         self.file_requests: list[dict[str, str]] = []  # headers of each attachment download
         self.fail: dict[str, tuple[int, dict]] = {}  # "POST /channels/1/messages/2/threads" -> (status, body)
         self.close_on_identify: int | None = None  # e.g. 4014: disallowed intents
+        self.latency: list[tuple[str, str, float]] = []  # (method, path regex, seconds) before answering
+        self.arrived: list[str] = []  # "METHOD /path" of every REST request, when it arrives
         self.resumes = 0
         self.bot_user = _user(BOT_ID, "GPU Garden", bot=True)
         self.user = _user(USER_ID, "alice")
@@ -158,6 +160,28 @@ class FakeDiscord:
             return self.find(method, pattern)[:count]
 
         return await asyncio.wait_for(ready(), timeout)
+
+    def slow(self, method: str, pattern: str, seconds: float) -> None:
+        """REST latency: requests matching ``method`` and the path regex wait ``seconds`` before the
+        fake answers them (an edit or a SIGTERM can then arrive while an answer is being posted)."""
+        self.latency.append((method, pattern, seconds))
+
+    async def arrival(self, method: str, pattern: str, count: int = 1, timeout: float = 5.0) -> None:
+        """Wait until ``count`` requests matching have arrived (answered or not)."""
+        rx = re.compile(pattern)
+        deadline = asyncio.get_running_loop().time() + timeout
+
+        def matching() -> int:
+            return sum(
+                1
+                for m, _, path in (a.partition(" ") for a in self.arrived)
+                if m == method and rx.fullmatch(path)
+            )
+
+        while matching() < count:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no {method} {pattern} arrived")
+            await asyncio.sleep(0.005)
 
     async def settle(self, seconds: float = 0.2) -> None:
         """Give the client time to (not) react: used to assert that nothing was sent."""
@@ -430,7 +454,16 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
+        self.arrived.append(f"{request.method} {path}")
         body, files = await self._body(request)
+        for method, pattern, seconds in self.latency:
+            if method == request.method and re.fullmatch(pattern, path):
+                await asyncio.sleep(seconds)
+                if request.transport is None or request.transport.is_closing():
+                    # the client gave up (it was stopped): recorded, but never delivered
+                    await self._record(Call(request.method, path, dict(request.query), body, files))
+                    return web.Response(status=499)
+                break
         call = Call(request.method, path, dict(request.query), body, files)
         key = f"{request.method} {path}"
         if key in self.fail:

@@ -52,6 +52,9 @@ class FakeSlack:
         self.pushed: dict[str, float] = {}  # envelope_id -> perf_counter when sent
         self.files: dict[str, bytes] = {}
         self.connections = 0
+        self.latency: dict[str, float] = {}  # Web API method -> seconds before the fake answers
+        self.arrived: list[str] = []  # Web API methods, in the order their requests arrived
+        self.abandoned: list[Call] = []  # slow calls whose client went away before the answer
         self._failures: dict[str, list[tuple[int, dict[str, str], dict[str, Any]]]] = {}
         self._ts = itertools.count(1)
         self._file_ids = itertools.count(1)
@@ -166,9 +169,20 @@ class FakeSlack:
     def _next_ts(self) -> str:
         return f"1700000000.{next(self._ts):06d}"
 
+    def slow(self, method: str, seconds: float) -> None:
+        """REST latency: calls of ``method`` wait ``seconds`` before the fake answers (so an edit, a
+        delete or a SIGTERM can arrive while an answer is being posted)."""
+        self.latency[method] = seconds
+
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
+        self.arrived.append(method)
         body = await self._body(request)
+        if self.latency.get(method):
+            await asyncio.sleep(self.latency[method])
+            if request.transport is None or request.transport.is_closing():
+                self.abandoned.append(Call(method, body, dict(request.headers)))
+                return web.Response(status=499)  # the client gave up (it was stopped): not delivered
         self.calls.append(Call(method, body, dict(request.headers)))
         queued = self._failures.get(method)
         if queued:

@@ -417,3 +417,30 @@ async def test_create_app_uses_the_configured_api_url_and_retry_handlers(fake, s
         assert any(isinstance(h, AsyncRateLimitErrorRetryHandler) for h in app.client.retry_handlers)
     finally:
         await bridge_for(app).aclose()
+
+
+async def test_a_failed_download_and_a_failed_post_are_counted_on_the_metrics(fake, socket_factory, tmp_path):
+    from bot.metrics import Metrics
+    from bot.service import GardenService
+    from bot.storage import Storage
+
+    metrics = Metrics()
+    svc = GardenService(storage=Storage(tmp_path / "m.sqlite3"), metrics=metrics)
+    h = await socket_factory(svc)
+    missing = {
+        "id": "FGONE",
+        "name": "gone.log",
+        "mimetype": "text/plain",
+        "filetype": "text",
+        "size": 10,
+        "url_private_download": fake.file_url("gone.log"),  # the fake answers 404
+    }
+    await h.event(message_event("see log", subtype="file_share", files=[missing]))
+    await h.settled(1)
+    fake.fail("chat.postMessage", status=200, body={"ok": False, "error": "channel_not_found"})
+    await h.event(message_event(PROFILED))
+    await h.settled(2)
+    errors = "gpu_garden_platform_errors_total"
+    assert metrics.value(errors, {"platform": "slack", "kind": "download"}) == 1.0
+    assert metrics.value(errors, {"platform": "slack", "kind": "send"}) == 1.0
+    assert metrics.value("gpu_garden_messages_total", {"platform": "slack", "outcome": "reply"}) == 1.0
