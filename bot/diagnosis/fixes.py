@@ -262,7 +262,7 @@ def to_fixes(
         verification = {
             "starts": c.outcome.starts,
             "fit_tokens": c.outcome.fit_len,
-            "kv_cache_gib": round(c.outcome.kv_gib, 2),
+            "kv_cache_gib": round(c.outcome.kv_gib, 2) if c.outcome.kv_gib > 0 else None,
             "serves": goal.length if c.serves_goal else c.plan.max_len,
         }
         said = effect(c, goal)

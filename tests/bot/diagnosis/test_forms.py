@@ -1,0 +1,140 @@
+"""Golden tests for the generic diagnoses: the key point and the first fix, with exact values.
+
+Every command asserted here was re-evaluated on the engine's budget by the bot itself; the values are the
+ones that budget gives for the paste's own numbers (and the catalog's model and GPU where the paste names
+them)."""
+
+from __future__ import annotations
+
+from bot.detector import detect
+from bot.diagnosis import diagnose
+from bot.reply import Reply
+from tests.conftest import corpus_record
+
+KV_V0 = (
+    "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+    "stored in KV cache (5728). Try increasing gpu_memory_utilization or decreasing max_model_len when "
+    "initializing the engine."
+)
+SEED = "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ dies on my 4090, any idea?\n" + KV_V0
+
+
+def reply_for(text: str) -> Reply:
+    reply = diagnose(detect(text))
+    assert reply is not None
+    return reply
+
+
+def commands(reply: Reply, engine: str) -> list[str]:
+    return [f.command for f in sorted(reply.fixes, key=lambda f: f.rank) if f.engine == engine]
+
+
+def test_seed_case_written_as_a_person_writes_it():
+    reply = reply_for(SEED)
+    vllm = commands(reply, "vllm")
+    # the 4090 from the prose, the model from the prose line, but never the prose itself in a command
+    assert vllm[0] == "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 5120"
+    assert all("any idea" not in c and "dies" not in c for c in vllm)
+    assert "one request of 131,072 does not fit" in reply.summary
+    # llama.cpp on llama.cpp's own budget (a Q4_K_M GGUF on a 23.64 GiB 4090), not vLLM's 5,120
+    assert commands(reply, "llama.cpp") == [
+        "llama-server -m Qwen2.5-Coder-32B-Instruct-Q4_K_M.gguf -c 24576 -ctk q8_0 -ctv q8_0 -fa on"
+    ]
+    assert any(f.label == "GPU" and "4090" in f.value for s in reply.sections for f in s.facts)
+
+
+def test_every_fix_carries_its_prediction():
+    for fix in reply_for(SEED).fixes:
+        if fix.engine in ("vllm", "llama.cpp", "ollama"):
+            assert fix.verification["starts"] is True
+            assert fix.verification["fit_tokens"] >= fix.verification["serves"]
+
+
+def test_combined_levers_when_one_is_not_enough():
+    """fp8 KV + utilization on a 4090 (Ada: fp8 KV works): the context that then fits, not more."""
+    vllm = commands(reply_for(SEED), "vllm")
+    assert vllm[1] == (
+        "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 20480 --kv-cache-dtype fp8 "
+        "--gpu-memory-utilization 0.95"
+    )
+
+
+def test_a_command_over_several_lines_with_quotes_and_secrets():
+    paste = (
+        "$ HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 CUDA_VISIBLE_DEVICES=0 vllm serve "
+        "Qwen/Qwen2.5-Coder-32B-Instruct-AWQ \\\n    --max-model-len 131072 \\\n"
+        '    --chat-template "my template.jinja" --api-key sk-not-a-real-key-0000000000\n' + KV_V0
+    )
+    first = commands(reply_for(paste), "vllm")[0]
+    assert first == (
+        "CUDA_VISIBLE_DEVICES=0 vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ "
+        "--chat-template 'my template.jinja' --max-model-len 5120"
+    )
+
+
+def test_python_api_users_get_keyword_arguments():
+    paste = 'llm = LLM(model="Qwen/Qwen2.5-Coder-32B-Instruct-AWQ", max_model_len=131072)\n' + KV_V0
+    first = commands(reply_for(paste), "vllm")[0]
+    assert first == "LLM(model='Qwen/Qwen2.5-Coder-32B-Instruct-AWQ', max_model_len=5120)"
+
+
+def test_v0_wording_gets_no_flag_its_version_lacks():
+    reply = reply_for(KV_V0)
+    assert all("auto" not in c for c in commands(reply, "vllm"))  # --max-model-len auto is 0.14+
+    assert commands(reply, "vllm") == ["vllm serve <model> --max-model-len 5120"]
+
+
+def test_utilization_error_asks_for_no_more_than_is_free():
+    rec = corpus_record("pytorch175666-free-mem-startup")
+    reply = reply_for(rec["text"])
+    assert reply.summary.startswith("2.28 GiB of the 22.05 GiB are already in use")
+    fix = next(f for f in reply.fixes if f.engine == "vllm")
+    assert fix.command.endswith("--gpu-memory-utilization 0.88")
+    assert 0.88 * 22.05 <= 19.77  # what vLLM checks at start
+
+
+def test_tp_size_divides_the_heads_and_fits_the_gpus():
+    rec = corpus_record("adaptthink1-tp8-28heads")
+    reply = reply_for(rec["text"])
+    assert "Sizes that work: 1, 2, 4, 7." in reply.summary
+    assert commands(reply, "vllm")[0].endswith("--tensor-parallel-size 4")
+
+
+def test_bf16_on_a_t4_loads_in_half():
+    reply = reply_for(corpus_record("substratus37-t4-bf16")["text"])
+    assert reply.title == "vLLM: bfloat16 needs compute capability 8.0, NVIDIA Tesla T4 has 7.5"
+    assert commands(reply, "vllm")[0].endswith("--dtype half")
+
+
+def test_mamba_state_blocks_cap_the_sequences():
+    paste = (
+        "ValueError: max_num_seqs (256) exceeds available Mamba cache blocks (40). Each decode sequence "
+        "requires one Mamba cache block, so CUDA graph capture cannot proceed."
+    )
+    reply = reply_for(paste)
+    assert reply.summary == "Each running sequence needs one state block; 40 fit, max_num_seqs is 256."
+    assert commands(reply, "vllm") == ["vllm serve <model> --max-num-seqs 40"]
+
+
+def test_ik_llama_gets_a_bare_flash_attention_switch():
+    paste = (
+        "llama_init_from_model: V cache quantization requires flash_attn\n"
+        "main: build = 3800 (ikawrakow/ik_llama.cpp)\n"
+    )
+    reply = reply_for(paste)
+    assert reply.category == "kv_quant_needs_flash_attn"
+    assert commands(reply, "llama.cpp") == ["llama-server -m MODEL.gguf -fa"]  # ik_llama.cpp: no value
+    upstream = reply_for(paste.replace("3800 (ikawrakow/ik_llama.cpp)", "6500 (abc1234)"))
+    assert commands(upstream, "llama.cpp") == ["llama-server -m MODEL.gguf -fa on"]  # b6325+: a value
+    old = reply_for(paste.replace("3800 (ikawrakow/ik_llama.cpp)", "3800 (abc1234)"))
+    assert commands(old, "llama.cpp") == ["llama-server -m MODEL.gguf -fa"]  # before b6325: a switch
+
+
+def test_pytorch_oom_larger_than_the_gpu_says_so():
+    reply = reply_for(corpus_record("easyedit563-llama32-3b-355gib")["text"])
+    assert "larger than the whole GPU (79.32 GiB)" in reply.summary
+
+
+def test_request_too_long_gets_the_output_budget_that_fits():
+    reply = reply_for(corpus_record("logdetective193-llamacpppy-2285-2048")["text"])
+    assert reply.title == "llama.cpp: the request needs 2,285 tokens, the server holds 2,048"
