@@ -42,6 +42,7 @@ LLAMACPP_FLAGS = [
     ("-kvu", "--kv-unified"),
     ("--no-mmap",),
     ("--mlock",),
+    ("--fit", "-fit"),
 ]
 LLAMACPP_SWITCHES = {
     "-nkvo",

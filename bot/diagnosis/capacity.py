@@ -16,6 +16,7 @@ from bot.diagnosis.parts import (
     other_engine_lines,
     picture,
     reply,
+    self_fit_fixes,
     setup_facts,
 )
 from bot.reply import Fix, Reply
@@ -60,6 +61,8 @@ def kv_short(situation: Situation) -> Reply:
     goal = Goal(length=want, may_shorten=True)
     found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
     fixes = to_fixes(situation, budget, found, goal) if budget else []
+    if not fixes:
+        fixes = self_fit_fixes(situation)
     serves = any(c.serves_goal for c in found)
     key = _key_point(situation, fit, want, serves, bool(fixes))
     fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)

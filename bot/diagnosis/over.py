@@ -9,7 +9,16 @@ from __future__ import annotations
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.fixes import Goal, candidates, to_fixes
-from bot.diagnosis.parts import advice_fixes, env_fixes, hardware, log_facts, picture, reply, setup_facts
+from bot.diagnosis.parts import (
+    advice_fixes,
+    env_fixes,
+    hardware,
+    log_facts,
+    picture,
+    reply,
+    self_fit_fixes,
+    setup_facts,
+)
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens
@@ -175,6 +184,8 @@ def alloc_failed(situation: Situation) -> Reply:
         fixes = to_fixes(
             situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
         )
+    if not fixes:
+        fixes = self_fit_fixes(situation) if situation.engine == "llama.cpp" else []
     fixes += advice_fixes(situation, situation.root.remedies)
     extra = [] if fixes else [hardware(situation, budget.plan0.max_len if budget else None)]
     return reply(

@@ -15,6 +15,7 @@ from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
 from calculator.plan import Outcome
 from calculator.units import fmt_tokens
+from knowledge.features import supports
 from knowledge.levers import lever_for
 
 _SENTENCE_END = re2.compile(r"(?:[.!?])\s+")
@@ -176,6 +177,39 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
             continue
         out.append(Fix(engine, lev.change, command, lev.change, lev.cost, 10, {"kind": "setting"}))
     return out
+
+
+def self_fit_fixes(situation: Situation) -> list[Fix]:
+    """When the budget cannot be computed from the paste: let the engine size it itself, where the
+    paste's version has that (vLLM ``--max-model-len auto`` from 0.14, llama.cpp ``--fit`` from b7407).
+    The engine's own fit makes the command start; its cost is a context the engine picks."""
+    from bot.diagnosis.commands import _GROUPS, _base
+    from bot.shell import render
+
+    engine = situation.engine
+    if (
+        engine == "vllm"
+        and supports(situation.version, "vllm.max_model_len_auto", situation.fork) is not False
+    ):
+        groups, switches = _GROUPS["vllm"]
+        command = render(_base(situation, "vllm"), {"--max-model-len": "auto"}, groups, switches)
+        return [Fix("vllm", "let vLLM pick the longest context that fits", command,
+                    "vLLM >= 0.14 fits max_model_len to the KV cache at start", "the context is whatever fits", 5,
+                    {"starts": "sized by the engine", "kind": "auto-fit", "needs": "vLLM 0.14 or newer"})]  # fmt: skip
+    if (
+        engine == "llama.cpp"
+        and "fit" in situation.root.remedies
+        and supports(situation.version, "llamacpp.fit", situation.fork) is not False
+    ):
+        groups, switches = _GROUPS["llama.cpp"]
+        # the user's own -c / -ngl would pin what --fit may change: leave both to it
+        command = render(
+            _base(situation, "llama.cpp"), {"-c": None, "-ngl": None, "--fit": "on"}, groups, switches
+        )
+        return [Fix("llama.cpp", "let llama.cpp fit the context and layers to free memory", command,
+                    "llama.cpp (b7407+) moves layers and shrinks the context until it fits", "a smaller context or fewer layers on the GPU", 5,
+                    {"starts": "sized by the engine", "kind": "auto-fit", "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
+    return []
 
 
 OTHER_ENGINES = {"vllm": ("llama.cpp", "ollama"), "sglang": ("vllm",), "tgi": ("vllm",)}
