@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.detector import Detection, Finding
+from bot.safe_text import safe_fields
 from calculator.catalog import GPU
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
 from calculator.versions import CURRENT_VLLM, parse_version
@@ -84,7 +85,8 @@ def gather(detection: Detection, root: Finding) -> PasteFacts:
     for f in detection.findings:
         for k, v in f.params.items():
             params.setdefault(k, v)
-    context = dict(detection.context.fields)
+    params = safe_fields(params)  # a GPU name or model id that is not one never reaches a reply
+    context = safe_fields(dict(detection.context.fields))
     facts = PasteFacts(root=root, params=params, context=context, text=detection.normalized.views[0].text)
     model_name = context.get("model")
     if model_name:

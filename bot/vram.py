@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
+from bot.redact import redact
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
+from bot.safe_text import safe_gpu_name, safe_model_id
 from calculator.estimate import VramRequest, VramResult, estimate_for
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
 from calculator.resolve import NameNotFound, resolve_gpu
@@ -245,7 +247,21 @@ def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLooku
             return match_models_reply(fields)
         raise VramInputError(USAGE)
     except (VramInputError, NameNotFound, ModelSourceError, ValueError) as exc:
-        return Reply(kind="error", title="I could not answer that /vram", summary=str(exc))
+        return Reply(
+            kind="error", title="I could not answer that /vram", summary=unechoed(str(exc), args, raw)
+        )
+
+
+def unechoed(message: str, args: dict[str, str] | None, raw: str) -> str:
+    """An error message that repeats the user's words only where they read as a GPU name or a model
+    id: a token typed as a model name is never said back, even one no secret rule knows."""
+    words = [str(v) for v in (args or {}).values() if v is not None]
+    for word in raw.split():
+        words += [word, word.partition(":")[2]]
+    for word in sorted({w.strip() for w in words if w.strip()}, key=len, reverse=True):
+        if safe_model_id(word) is None and safe_gpu_name(word) is None:
+            message = message.replace(word, "(that value)")
+    return redact(message).text
 
 
 def match_gpus_reply(fields: dict[str, object], lookup: ModelLookup = catalog_lookup) -> Reply:
