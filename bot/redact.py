@@ -14,6 +14,7 @@ import itertools
 from dataclasses import dataclass
 
 from bot.normalize import _MARK, strip_prefixes, visible
+from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
 
@@ -218,3 +219,14 @@ def _redact_key_blocks(text: str, kinds: list[str]) -> str:
         if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
             kinds.append(kind)
     return "\n".join(raw)
+
+
+def with_notice(reply: Reply | None, kinds: tuple[str, ...] | list[str]) -> Reply | None:
+    """The reply with the rotate notice first (a notice of its own when there is no reply)."""
+    if not kinds:
+        return reply
+    warning = Redaction("", tuple(kinds)).warning()
+    if reply is None:
+        return Reply(kind="notice", title="A secret was in your message", summary=warning)
+    reply.notes.insert(0, warning)
+    return reply
