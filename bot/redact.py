@@ -13,7 +13,7 @@ import bisect
 import itertools
 from dataclasses import dataclass
 
-from bot.normalize import _MARK, strip_prefixes, visible
+from bot.normalize import _MARK, is_record_start, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -94,9 +94,9 @@ def redact(text: str) -> Redaction:
     multiline = "\n" in text
     if multiline and "PRIVATE KEY-----" in text:
         text = _redact_key_blocks(text, kinds)
-    text = _redact_spans(text, kinds)
     if multiline:
         text = _redact_wrapped(text, kinds)
+    text = _redact_spans(text, kinds)
     return Redaction(text, tuple(kinds))
 
 
@@ -116,8 +116,9 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
     return b"".join(out).decode("utf-8", "replace")
 
 
-WRAP_WINDOW = 3  # a secret wrapped over up to three lines (a 100-character token at 40 columns)
+WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
+TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
 
 
 def _stripped_lines(text: str) -> list[str]:
@@ -141,39 +142,60 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     return True
 
 
+def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
+    """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
+    unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
+    a terminal wraps at one width, so a line shorter than the one before it ends the run."""
+    runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
+    k, n = 0, len(lines)
+    while k < n - 1:
+        last = k
+        while (
+            last < n - 1
+            and last - k + 1 < WRAP_WINDOW
+            and len(lines[last]) >= WRAP_MIN_LENGTH
+            and (last == k or len(raw[last]) + TAB_SLACK >= len(raw[last - 1]))  # a shorter one ends it
+            and len(raw[last + 1]) <= len(raw[last]) + TAB_SLACK  # a wrap is never wider than its line
+            and lines[last + 1].strip()
+            and (not is_record_start(lines[last + 1]) or wrapped_mid_record(raw[last], lines[last + 1]))
+        ):
+            last += 1
+        if last > k:
+            # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
+            context = k > 0 and (not runs or runs[-1][1] < k - 1)
+            runs.append((k - 1 if context else k, last, context))
+        k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
+    return runs
+
+
+def _layout(lines: list[str], first: int, last: int, glue: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, line, text) of each line's part in the run joined with ``glue``."""
+    out: list[tuple[int, int, int, str]] = []
+    pos = 0
+    for j in range(first, last + 1):
+        part = lines[j].rstrip() if j == first else lines[j].strip() if j < last else lines[j].lstrip()
+        pos += len(glue) if j > first else 0
+        out.append((pos, pos + len(part), j, part))
+        pos += len(part)
+    return out
+
+
 def _redact_wrapped(text: str, kinds: list[str]) -> str:
     """A secret that a terminal wrapped across lines (``--hf-token hf_abc`` / ``def...``): no piece
-    matches alone, and the detector may join the lines and show it whole.  Each long line is tried with
-    the next two (log prefixes removed, joined with nothing and with a space, as a wrap may have split
-    a word or replaced a space), and every piece of a secret found across them is removed."""
+    matches alone, and the detector may join the lines and show it whole.  Each run of wrapped lines
+    (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
+    or replaced a space), and every piece of a secret found across lines is removed.  This runs before
+    the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
     raw = text.split("\n")
     lines = _stripped_lines(text)
-    n = len(lines)
-    if n != len(raw):
+    if len(lines) != len(raw):
         return text
-    right = [line.rstrip() for line in lines]
-    both = [line.strip() for line in lines]
-    left = [line.lstrip() for line in lines]
-    firsts = [k for k in range(n - 1) if len(lines[k]) >= WRAP_MIN_LENGTH]  # terminals wrap long lines
-
-    def parts(k: int, glue: str) -> list[tuple[int, int, int, str]]:
-        """(start, end, line, text) of each line's part in the window that starts at line k."""
-        last = min(k + WRAP_WINDOW, n) - 1
-        out: list[tuple[int, int, int, str]] = []
-        pos = 0
-        for j in range(k, last + 1):
-            part = right[j] if j == k else both[j] if j < last else left[j]
-            pos += len(glue) if j > k else 0
-            out.append((pos, pos + len(part), j, part))
-            pos += len(part)
-        return out
-
+    runs = _runs(lines, raw)
     for glue in ("", " "):
-        windows = [
-            right[k] + glue + (both[k + 1] + glue + left[k + 2] if k + 2 < n else left[k + 1]) for k in firsts
-        ]
-        if not windows:
+        if not runs:
             break
+        layouts = [_layout(lines, a, b, glue) for a, b, _c in runs]
+        windows = [glue.join(part for _s, _e, _j, part in layout) for layout in layouts]
         starts = list(itertools.accumulate((len(w) + 1 for w in windows[:-1]), initial=0))
         joined = "\n".join(windows)
         data = joined.encode("utf-8")
@@ -185,11 +207,12 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 start = len(data[:start].decode("utf-8", "ignore"))
             w = bisect.bisect_right(starts, start) - 1
             s, e = start - starts[w], end - starts[w]
-            layout = parts(firsts[w], glue)
-            if not (s < layout[0][1] < e):
-                continue  # starts on a later line (its own window) or within one line (done)
-            pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
+            pieces = [
+                (j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layouts[w] if a < e and s < b
+            ]
             pieces = [(j, piece) for j, piece in pieces if piece]
+            if len(pieces) < 2 or (runs[w][2] and pieces[0][0] == runs[w][0]):
+                continue  # within one line (the one-line pass removes it), or reaching into the context line
             if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
                 kinds.append(kind)
     return "\n".join(raw)

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 DATA = Path(__file__).resolve().parent / "data"
+TERMINATOR_MAX = 2  # gitleaks' rules end a secret with one quote/space/semicolon or an escaped \\n
 OWN_FILE = DATA / "secret_rules.yaml"
 GITLEAKS_FILE = DATA / "secret_rules_gitleaks.yaml"
 
@@ -51,11 +52,16 @@ class SecretRule:
     entropy: float  # least bits per character of that part
     keywords: tuple[str, ...]
     allow: re2._Regexp | None = None
+    explicit_group: bool = False
 
     def secret_span(self, m) -> tuple[int, int] | None:
         """Where the secret is in a match, or None when it is too regular to be one."""
         start, end = m.span(self.group)
-        if start < 0:
+        if start < 0 and not self.explicit_group:  # gitleaks: the first group that took part
+            start, end = next((m.span(g) for g in range(1, len(m.groups()) + 1) if m.start(g) >= 0), (-1, -1))
+        if start < 0 or (not self.explicit_group and m.end(0) - end > TERMINATOR_MAX):
+            # gitleaks reports a rule's first group when it names none; where more of the token
+            # follows that group (a webhook URL's later segments), the whole match is the secret
             start, end = m.span(0)
         if end <= start:
             return None
@@ -82,7 +88,16 @@ def _compile(spec: RuleSpec) -> SecretRule:
         group = 0
     allow = re2.compile("|".join(f"(?:{a})" for a in spec.allow)) if spec.allow else None
     keywords = tuple(k.lower() for k in spec.keywords)
-    return SecretRule(spec.id, spec.kind, pattern, group, spec.entropy, keywords, allow)
+    return SecretRule(
+        spec.id,
+        spec.kind,
+        pattern,
+        group,
+        spec.entropy,
+        keywords,
+        allow,
+        explicit_group=spec.group is not None,
+    )
 
 
 def _read(path: Path) -> list[RuleSpec]:
