@@ -168,14 +168,19 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
     return runs
 
 
-def _layout(lines: list[str], first: int, last: int, glue: str) -> list[tuple[int, int, int, str]]:
-    """(start, end, line, text) of each line's part in the run joined with ``glue``."""
+def _parts(lines: list[str], first: int, last: int) -> list[str]:
+    """Each line's part of a run: the first without its trailing space, the last without its leading."""
+    inner = [line.strip() for line in lines[first + 1 : last]]
+    return [lines[first].rstrip(), *inner, lines[last].lstrip()]
+
+
+def _layout(parts: list[str], first: int, glue: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, line, text) of each part in the run joined with ``glue``."""
     out: list[tuple[int, int, int, str]] = []
     pos = 0
-    for j in range(first, last + 1):
-        part = lines[j].rstrip() if j == first else lines[j].strip() if j < last else lines[j].lstrip()
-        pos += len(glue) if j > first else 0
-        out.append((pos, pos + len(part), j, part))
+    for n, part in enumerate(parts):
+        pos += len(glue) if n else 0
+        out.append((pos, pos + len(part), first + n, part))
         pos += len(part)
     return out
 
@@ -191,11 +196,11 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     if len(lines) != len(raw):
         return text
     runs = _runs(lines, raw)
+    parts = [_parts(lines, a, b) for a, b, _c in runs]
     for glue in ("", " "):
         if not runs:
             break
-        layouts = [_layout(lines, a, b, glue) for a, b, _c in runs]
-        windows = [glue.join(part for _s, _e, _j, part in layout) for layout in layouts]
+        windows = [glue.join(p) for p in parts]
         starts = list(itertools.accumulate((len(w) + 1 for w in windows[:-1]), initial=0))
         joined = "\n".join(windows)
         data = joined.encode("utf-8")
@@ -207,9 +212,8 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 start = len(data[:start].decode("utf-8", "ignore"))
             w = bisect.bisect_right(starts, start) - 1
             s, e = start - starts[w], end - starts[w]
-            pieces = [
-                (j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layouts[w] if a < e and s < b
-            ]
+            layout = _layout(parts[w], runs[w][0], glue)
+            pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
             pieces = [(j, piece) for j, piece in pieces if piece]
             if len(pieces) < 2 or (runs[w][2] and pieces[0][0] == runs[w][0]):
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
