@@ -15,12 +15,20 @@ from typing import TextIO
 
 from bot.redact import redact
 
+ESCAPE_LAYERS = 4  # JSON inside JSON inside a log line: unescaped this many times at most
+
 
 def scrub(text: str) -> str:
-    """``text`` with every secret removed (JSON-escaped slashes read as slashes)."""
+    """``text`` with every secret removed.  A raw payload is JSON: its escaped quotes and slashes (and
+    those of JSON nested in it) are read unescaped, so ``"token": \\"hf_...\\"`` is found as in a paste;
+    its ``\\n`` become line breaks, so a secret a terminal wrapped inside the payload is found too."""
     if not text:
         return text
-    return redact(text.replace("\\/", "/")).text
+    for _ in range(ESCAPE_LAYERS):
+        if "\\" not in text:
+            break
+        text = text.replace("\\\\", "\\").replace('\\"', '"').replace("\\/", "/").replace("\\n", "\n")
+    return redact(text).text
 
 
 class RedactingFilter(logging.Filter):

@@ -145,7 +145,8 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
 def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
     """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
     unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
-    a terminal wraps at one width, so a line shorter than the one before it ends the run."""
+    a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
+    line may be wider, by a prefix the wrap did not count: a run is also read without its last line)."""
     runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
     k, n = 0, len(lines)
     while k < n - 1:
@@ -154,7 +155,7 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
             last < n - 1
             and last - k + 1 < WRAP_WINDOW
             and len(lines[last]) >= WRAP_MIN_LENGTH
-            and (last == k or len(raw[last]) + TAB_SLACK >= len(raw[last - 1]))  # a shorter one ends it
+            and (last <= k + 1 or len(raw[last]) + TAB_SLACK >= len(raw[last - 1]))  # a shorter one ends it
             and len(raw[last + 1]) <= len(raw[last]) + TAB_SLACK  # a wrap is never wider than its line
             and lines[last + 1].strip()
             and (not is_record_start(lines[last + 1]) or wrapped_mid_record(raw[last], lines[last + 1]))
@@ -164,6 +165,8 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
             # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
             context = k > 0 and (not runs or runs[-1][1] < k - 1)
             runs.append((k - 1 if context else k, last, context))
+            if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
+                runs.append((k - 1 if context else k, last - 1, context))
         k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
     return runs
 

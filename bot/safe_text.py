@@ -20,9 +20,8 @@ GPU_MAX = 64
 # Hub ids and paths as engines log them: "Qwen/Qwen2.5-7B-Instruct", "/models/llama-3-8b.Q4_K_M.gguf",
 # "~/.ollama/models/blobs/sha256-...", "hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M"; no spaces, no shell syntax.
 _MODEL = re2.compile(r"[A-Za-z0-9_.~/+@-][A-Za-z0-9_.~/:+@=-]{0,255}")
-# a long run of letters and digits with no separator, mixing both: a token, not a name ("sha256-<hex>"
-# blob names and hex commit ids are allowed: they are all lower-case hex)
-_TOKENISH = re2.compile(r"[A-Za-z0-9]{24,}")
+# a run of 16+ letters and digits with no separator, mixing both: a token, not a name
+_TOKENISH = re2.compile(r"[A-Za-z0-9]{16,}")
 _HEX = re2.compile(r"[0-9a-f]+")
 
 
@@ -47,9 +46,12 @@ def safe_model_id(value: object) -> str | None:
 
 
 def _random_run(text: str) -> bool:
+    """Whether the text holds a run that reads as a key: letters and digits mixed, 16 or more, except
+    a hex digest inside a path (an Ollama blob, a Hub cache snapshot)."""
+    in_path = "/" in text
     for run in _TOKENISH.findall(text):
         mixed = any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
-        if mixed and _HEX.fullmatch(run) is None:
+        if mixed and not (in_path and _HEX.fullmatch(run) is not None):
             return True
     return False
 

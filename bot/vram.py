@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import re2
 from pydantic import ValidationError
 
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.redact import redact
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
-from bot.safe_text import safe_gpu_name, safe_model_id
 from calculator.estimate import VramRequest, VramResult, estimate_for
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
 from calculator.resolve import NameNotFound, resolve_gpu
@@ -252,15 +252,20 @@ def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLooku
         )
 
 
+_PLAIN_WORD = re2.compile(r"[A-Za-z][A-Za-z._-]{0,23}")
+
+
 def unechoed(message: str, args: dict[str, str] | None, raw: str) -> str:
-    """An error message that repeats the user's words only where they read as a GPU name or a model
-    id: a token typed as a model name is never said back, even one no secret rule knows."""
-    words = [str(v) for v in (args or {}).values() if v is not None]
+    """An error message that does not say back what the user typed: a token pasted as a model name looks
+    like a model id often enough (a UUID, a 14-character id) that no test tells them apart, so every
+    quoted word of theirs becomes "(that value)" unless it is a plain word (letters only, like "lots");
+    the catalog's suggestions stay."""
+    words = [str(v) for v in (args or {}).values() if v is not None] + [str(k) for k in (args or {})]
     for word in raw.split():
-        words += [word, word.partition(":")[2]]
+        words += [word, *word.partition(":")[::2]]
     for word in sorted({w.strip() for w in words if w.strip()}, key=len, reverse=True):
-        if safe_model_id(word) is None and safe_gpu_name(word) is None:
-            message = message.replace(word, "(that value)")
+        if _PLAIN_WORD.fullmatch(word) is None:
+            message = message.replace(repr(word), "(that value)")
     return redact(message).text
 
 
