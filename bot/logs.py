@@ -19,7 +19,7 @@ ESCAPE_LAYERS = 4  # JSON inside JSON inside a log line: unescaped this many tim
 
 
 def scrub(text: str) -> str:
-    """``text`` with every secret removed.  A raw payload is JSON: its escaped quotes and slashes (and
+    """``text`` with every secret removed.  A raw payload is JSON or a Python repr: its escaped quotes and slashes (and
     those of JSON nested in it) are read unescaped, so ``"token": \\"hf_...\\"`` is found as in a paste;
     its ``\\n`` become line breaks, so a secret a terminal wrapped inside the payload is found too."""
     if not text:
@@ -27,7 +27,13 @@ def scrub(text: str) -> str:
     for _ in range(ESCAPE_LAYERS):
         if "\\" not in text:
             break
-        text = text.replace("\\\\", "\\").replace('\\"', '"').replace("\\/", "/").replace("\\n", "\n")
+        text = (
+            text.replace("\\\\", "\\")
+            .replace('\\"', '"')
+            .replace("\\'", "'")
+            .replace("\\/", "/")
+            .replace("\\n", "\n")
+        )
     return redact(text).text
 
 
