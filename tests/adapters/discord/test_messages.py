@@ -258,3 +258,24 @@ async def test_a_malformed_payload_is_logged_not_fatal(garden, caplog):
     assert "5,728" in reply.json["embeds"][0]["title"]
     assert garden.health.snapshot() == {"discord": True}
     assert "malformed MESSAGE_CREATE" in caplog.text
+
+
+async def test_a_utf16_powershell_log_is_read(garden):
+    """PowerShell 5.1's ``>`` writes UTF-16 LE with a BOM; piped tools drop the BOM: both are read."""
+    fake = garden.fake
+    log = "INFO starting engine\r\n" * 20 + KV_PASTE + "\r\n"
+    for n, data in enumerate([log.encode("utf-16"), log.encode("utf-16-le")]):
+        att = fake.attachment(f"server{n}.log", data)
+        source = fake.message("", attachments=[att])
+        await fake.dispatch("MESSAGE_CREATE", source)
+        (reply,) = await fake.wait_for("POST", rf"/channels/{source['id']}/messages")
+        assert "5,728" in reply.json["embeds"][0]["title"]
+
+
+async def test_mention_and_command_markup_stays_inside_code(garden):
+    fake = garden.fake
+    paste = f"vllm serve </vram:1> <@123456789012345678> @here --max-model-len 131072\n{KV_PASTE}"
+    await fake.dispatch("MESSAGE_CREATE", fake.message(paste))
+    (reply,) = await fake.wait_for("POST", MESSAGES)
+    for text in embed_text(reply).split("```")[::2]:  # outside code blocks
+        assert "</vram:" not in text and "<@1" not in text and "@here" not in text

@@ -417,3 +417,35 @@ async def test_create_app_uses_the_configured_api_url_and_retry_handlers(fake, s
         assert any(isinstance(h, AsyncRateLimitErrorRetryHandler) for h in app.client.retry_handlers)
     finally:
         await bridge_for(app).aclose()
+
+
+async def test_a_utf16_snippet_is_read(socket, fake):
+    fake.files["ps.log"] = ("INFO starting\r\n" * 20 + PASTE + "\r\n").encode("utf-16")
+    event = message_event(
+        "log attached",
+        subtype="file_share",
+        ts="1700000100.000900",
+        files=[
+            {
+                "id": "F0PS",
+                "name": "ps.log",
+                "mimetype": "text/plain",
+                "filetype": "text",
+                "size": len(fake.files["ps.log"]),
+                "url_private": fake.file_url("ps.log"),
+                "url_private_download": fake.file_url("ps.log"),
+            }
+        ],
+    )
+    await socket.event(event)
+    (post,) = await fake.wait_for("chat.postMessage")
+    await socket.settled(1)
+    assert "5,728" in blocks_text(post.body)
+
+
+async def test_pasted_broadcasts_are_inert_in_our_text(socket, fake):
+    await socket.event(message_event("@channel @here look\n" + slack_escaped(PASTE), ts="1700000100.000950"))
+    (post,) = await fake.wait_for("chat.postMessage")
+    await socket.settled(1)
+    dumped = json.dumps(post.body)
+    assert "@channel" not in dumped and "@here" not in dumped and "<!" not in dumped
