@@ -272,10 +272,19 @@ async def test_a_utf16_powershell_log_is_read(garden):
         assert "5,728" in reply.json["embeds"][0]["title"]
 
 
-async def test_mention_and_command_markup_stays_inside_code(garden):
-    fake = garden.fake
-    paste = f"vllm serve </vram:1> <@123456789012345678> @here --max-model-len 131072\n{KV_PASTE}"
-    await fake.dispatch("MESSAGE_CREATE", fake.message(paste))
-    (reply,) = await fake.wait_for("POST", MESSAGES)
-    for text in embed_text(reply).split("```")[::2]:  # outside code blocks
-        assert "</vram:" not in text and "<@1" not in text and "@here" not in text
+def test_mention_and_command_markup_stays_inside_code():
+    """Reply text outside code (a title, a note quoting the paste) never renders Discord markup; the
+    same text inside a fix's code block is shown as typed."""
+    from adapters.discord.render import render
+    from bot.reply import Fix, Reply
+
+    markup = "</vram:1> <@123456789012345678> <@&5> <#7> <a:x:9> @here @everyone"
+    reply = Reply(kind="diagnosis", title=markup, summary=markup, notes=[markup])
+    reply.fixes.append(Fix("vllm", "change", f"vllm serve m {markup}", "effect"))
+    embed = render(reply, chart=False).embeds[0].to_dict()
+    texts = [embed["title"], embed.get("description", "")] + [f["value"] for f in embed.get("fields", [])]
+    joined = "\n".join(texts)
+    outside = "".join(joined.split("```")[::2])
+    for mark in ("</vram:", "<@1", "<@&", "<#7", "<a:", "@here", "@everyone"):
+        assert mark not in outside, mark
+    assert f"vllm serve m {markup}" in joined  # inside the code block, as typed

@@ -443,9 +443,13 @@ async def test_a_utf16_snippet_is_read(socket, fake):
     assert "5,728" in blocks_text(post.body)
 
 
-async def test_pasted_broadcasts_are_inert_in_our_text(socket, fake):
-    await socket.event(message_event("@channel @here look\n" + slack_escaped(PASTE), ts="1700000100.000950"))
-    (post,) = await fake.wait_for("chat.postMessage")
-    await socket.settled(1)
-    dumped = json.dumps(post.body)
-    assert "@channel" not in dumped and "@here" not in dumped and "<!" not in dumped
+def test_pasted_broadcasts_are_inert_in_our_text():
+    from adapters.slack.render import render_reply
+
+    reply = Reply(
+        kind="diagnosis", title="@channel <!here> look", summary="@here @everyone", notes=["@channel"]
+    )
+    dumped = json.dumps(render_reply(reply).payload())
+    for mark in ("@channel", "@here", "@everyone", "<!here"):
+        assert mark not in dumped, mark
+    assert "@\\u200bchannel" in dumped
