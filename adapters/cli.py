@@ -44,6 +44,7 @@ def _read_tail(fh, budget: int) -> tuple[bytes, bool]:
 
 def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int | None = None) -> Paste:
     from bot.core import DEFAULT_PASTE_LIMIT, Paste
+    from bot.textdecode import decode_text, needs_sniffing
 
     limit = DEFAULT_PASTE_LIMIT if limit is None else limit
     chunks: list[bytes] = []
@@ -71,7 +72,11 @@ def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int | None = None) -
                 raise CliError(f"{path}: cannot read ({exc.strerror})") from exc
         truncated = truncated or cut
         chunks.append(data)
-    joined = b"\n".join(chunks)
+    # each file decoded on its own, as the platforms decode attachments (UTF-16 PowerShell logs)
+    joined = b"\n".join(
+        (decode_text(c) or c.decode("utf-8", "replace")).encode("utf-8") if needs_sniffing(c) else c
+        for c in chunks
+    )
     if len(joined) > limit:
         joined, truncated = joined[-limit:], True
     return Paste(joined.decode("utf-8", errors="replace"), truncated, [])
@@ -154,14 +159,20 @@ def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         raise CliError("nothing to triage: the input is empty", EXIT_NO_INPUT)
     bot = build_bot(settings)
     from bot.formatter import to_markdown
+    from bot.redact import redact, with_notice
 
+    cleaned = redact(paste.text)  # before anything reads it: fixes copy the user's command line
+    paste = type(paste)(cleaned.text, paste.truncated, paste.skipped)
     if args.json:
         import json
 
-        json.dump(triage_json(bot, paste.text), stdout, indent=2, default=str)
+        result = triage_json(bot, paste.text)
+        result["secrets"] = list(cleaned.kinds)
+        result["notice"] = cleaned.warning() if cleaned.found else None
+        json.dump(result, stdout, indent=2, default=str)
         stdout.write("\n")
         return EXIT_OK
-    reply = bot.triage(paste, addressed=True)
+    reply = with_notice(bot.triage(paste, addressed=True), cleaned.kinds)
     assert reply is not None
     stdout.write(to_markdown(reply, brief=args.brief, full=args.full))
     return EXIT_OK
@@ -216,7 +227,9 @@ def cmd_match(args: argparse.Namespace, stdout: TextIO) -> int:
         else:
             reply = match_models_reply({**fields, "gpu": args.gpu})
     except (NameNotFound, ModelSourceError) as exc:
-        raise CliError(str(exc)) from exc
+        from bot.vram import unechoed
+
+        raise CliError(unechoed(str(exc), {"model": args.model, "gpu": args.gpu}, "")) from exc
     if args.json:
         stdout.write(json.dumps(reply.data, indent=2) + "\n")
     else:
@@ -224,7 +237,18 @@ def cmd_match(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
+def _refuse_secrets(args: argparse.Namespace) -> None:
+    """--model / --gpu that hold a secret: said so, and the value not repeated."""
+    from bot.redact import redact
+
+    for flag in ("model", "gpu"):
+        value = getattr(args, flag)
+        if value and (found := redact(value)).found:
+            raise CliError(f"--{flag}: {found.warning()}")
+
+
 def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
+    _refuse_secrets(args)
     if not args.model and not args.gpu:
         raise CliError(
             "vram needs --model and/or --gpu (e.g. gpu-garden vram --gpu 4090 --model qwen2.5-coder-32b-awq)"
@@ -251,7 +275,9 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         )
         result = estimate_for(found.model, found.variant, resolve_gpu(args.gpu), VramRequest(**fields))
     except (NameNotFound, ModelSourceError) as exc:
-        raise CliError(str(exc)) from exc
+        from bot.vram import unechoed
+
+        raise CliError(unechoed(str(exc), {"model": args.model, "gpu": args.gpu}, "")) from exc
     except ValidationError as exc:
         err = exc.errors()[0]
         raise CliError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from exc
@@ -265,6 +291,8 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
+COMMANDS = ("vram", "help", "triage")  # a line starting with any other /word is a path in a paste
+QUIT = ("quit", "exit", "q")
 PROMPT = "Paste an error (end with an empty line or Ctrl-D), or type /vram gpu:4090 model:qwen-32b-awq, /help, /quit\n"
 
 
@@ -272,6 +300,7 @@ def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool, bot: GardenBo
     """The same bot the chat platforms get, in this terminal."""
     from bot.formatter import to_markdown
     from bot.message import IncomingMessage, SlashCommand
+    from bot.redact import redact, with_notice
 
     if bot is None:
         from bot.core import GardenBot
@@ -286,7 +315,9 @@ def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool, bot: GardenBo
         buffer.clear()
         if not text.strip():
             return
-        reply = bot.handle(IncomingMessage(platform="terminal", text=text, mentioned=True))
+        cleaned = redact(text)
+        reply = bot.handle(IncomingMessage(platform="terminal", text=cleaned.text, mentioned=True))
+        reply = with_notice(reply, cleaned.kinds)
         if reply is not None:
             stdout.write("\n" + to_markdown(reply) + "\n")
             stdout.flush()
@@ -294,15 +325,14 @@ def run_terminal(stdin: TextIO, stdout: TextIO, interactive: bool, bot: GardenBo
     for raw in stdin:
         line = raw.rstrip("\n")
         stripped = line.strip()
-        if not buffer and stripped.startswith("/"):
-            name, _, rest = stripped[1:].partition(" ")
-            if name in ("quit", "exit", "q"):
+        name, _, rest = stripped[1:].partition(" ")
+        if not buffer and stripped.startswith("/") and name.lower() in COMMANDS + QUIT:
+            if name.lower() in QUIT:
                 return EXIT_OK
-            reply = bot.handle(
-                IncomingMessage(
-                    platform="terminal", command=SlashCommand(name=name, raw=rest), mentioned=True
-                )
-            )
+            cleaned = redact(rest)
+            command = SlashCommand(name=name.lower(), raw=cleaned.text)
+            reply = bot.handle(IncomingMessage(platform="terminal", command=command, mentioned=True))
+            reply = with_notice(reply, cleaned.kinds)
             if reply is not None:
                 stdout.write("\n" + to_markdown(reply) + "\n")
                 stdout.flush()
@@ -536,7 +566,9 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout:
             return _serve(settings, platforms)
         return run_terminal(stdin, stdout, interactive=stdin.isatty(), bot=build_bot(settings))
     except CliError as exc:
-        sys.stderr.write(f"gpu-garden: {exc}\n")
+        from bot.redact import redact
+
+        sys.stderr.write(f"gpu-garden: {redact(str(exc)).text}\n")
         return exc.code
     except KeyboardInterrupt:
         return 130

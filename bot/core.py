@@ -12,6 +12,7 @@ from bot.detector import Detection, Detector, default_detector
 from bot.diagnosis import diagnose, fallback_reply
 from bot.message import IncomingMessage
 from bot.reply import Reply
+from bot.textdecode import decode_text, needs_sniffing
 from bot.vram import USAGE, ModelLookup, answer, catalog_lookup
 
 log = logging.getLogger("gpu_garden.core")
@@ -45,10 +46,14 @@ def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) ->
         name = att.filename.lower()
         ext = "." + name.rsplit(".", 1)[1] if "." in name else ""
         is_text = (att.content_type or "").startswith("text/") or ext in TEXT_EXTENSIONS
-        if not is_text or b"\x00" in att.content[:4096]:
+        data = att.content
+        if is_text and needs_sniffing(data):  # UTF-16 (PowerShell logs) or binary
+            text = decode_text(data)
+            data = text.encode("utf-8") if text is not None else b""
+            is_text = text is not None
+        if not is_text:
             skipped.append(att.filename)
             continue
-        data = att.content
         budget -= 1  # the newline that joins it on
         if len(data) > budget:
             # errors sit at the end of logs: keep the tail

@@ -1,7 +1,10 @@
 """Find secrets in a paste and replace them before anything else reads it.
 
-The reply then says which kinds were found and that they should be rotated; the secret itself is
-never echoed, logged or stored.  All patterns are RE2 (linear time).
+The rules are data (bot/secret_rules.py): the formats users paste most, gitleaks' rules, then secrets
+recognised by where they sit (``*_TOKEN=``, ``--api-key``, ``user:password@``, ``Authorization:``,
+JSON key fields).  One keyword pass picks the rules that can match; each then runs once over the
+text (RE2, linear time).  The reply names every kind found and says to rotate them; the secret itself
+is never echoed, logged or stored.
 """
 
 from __future__ import annotations
@@ -10,64 +13,55 @@ import bisect
 import itertools
 from dataclasses import dataclass
 
-import re2
-
-from bot.normalize import _MARK, strip_prefixes, visible
-
-# (kind, pattern); the whole match is replaced
-_PATTERNS: list[tuple[str, str]] = [
-    (
-        "private key",
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s]*(?:-----END [A-Z ]*PRIVATE KEY-----)?",
-    ),
-    ("Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-    ("OpenAI-style API key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    ("AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("AWS secret access key", r"(?i)aws_?secret_?access_?key[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}"),
-    ("GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
-    ("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("Slack app token", r"\bxapp-[0-9]-[A-Za-z0-9-]{10,}"),
-    ("Slack webhook URL", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
-    ("Discord token", r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b"),
-    (
-        "Discord webhook URL",
-        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}",
-    ),
-    ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    ("bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*"),
-    (
-        "API key",
-        r"(?i)\b(?:api[_-]?key|access[_-]?token|secret[_-]?key|hf_token|hugging_face_hub_token|openai_api_key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._~+/-]{16,}",
-    ),
-    # the engines' own flags: vllm serve --api-key KEY, huggingface-cli login --token TOKEN
-    ("API key", r"--(?:api-key|hf-token|hf_token|token|access-token)(?:[ \t]+|=)[\"']?[A-Za-z0-9._~+/-]{8,}"),
-]
-_COMPILED = [(kind, re2.compile(p)) for kind, p in _PATTERNS]
+from bot.normalize import _MARK, is_record_start, strip_prefixes, visible, wrapped_mid_record
+from bot.reply import Reply
+from bot.secret_rules import RuleSet, default_rules
 
 
-def _compile_set():
-    """One RE2 Set of every pattern: which of them match anywhere, in one pass over the text."""
-    options = re2.Options()
-    options.max_mem = 64 << 20
-    candidate = re2.Set.SearchSet(options)
-    try:
-        for _kind, p in _PATTERNS:
-            candidate.Add(p)
-        candidate.Compile()
-    except re2.error:
-        return None
-    return candidate
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    kind: str
 
 
-_SET = _compile_set()
+def find_spans(data: bytes, rules: RuleSet | None = None) -> list[Span]:
+    """The secrets in ``data`` (byte offsets), sorted and merged.  Rules run in precedence order; a match
+    that overlaps an earlier rule's widens what is removed but keeps the earlier rule's kind."""
+    rules = rules or default_rules()
+    starts: list[int] = []
+    found: list[Span] = []
+    widen: list[tuple[int, int]] = []
+    for index in rules.candidates(data):
+        rule = rules.rules[index]
+        for m in rule.pattern.finditer(data):
+            span = rule.secret_span(m)
+            if span is None:
+                continue
+            s, e = span
+            at = bisect.bisect_right(starts, s)
+            if (at > 0 and found[at - 1].end > s) or (at < len(found) and found[at].start < e):
+                widen.append((s, e))
+                continue
+            starts.insert(at, s)
+            found.insert(at, Span(s, e, rule.kind))
+    if widen:
+        found = _merge(found, widen)
+    return found
 
 
-def _matching(data: bytes) -> list[int]:
-    """Indexes into _COMPILED of the patterns that match somewhere in ``data``, in order."""
-    if _SET is None:
-        return [i for i, (_kind, p) in enumerate(_COMPILED) if p.search(data) is not None]
-    return sorted(_SET.Match(data) or ())
+def _merge(found: list[Span], widen: list[tuple[int, int]]) -> list[Span]:
+    """Each run of overlapping spans as one span, named by the run's first named span."""
+    pieces = sorted([(s.start, s.end, s.kind) for s in found] + [(s, e, "") for s, e in widen])
+    merged: list[list] = []
+    for s, e, kind in pieces:
+        if merged and s < merged[-1][1]:
+            last = merged[-1]
+            last[1] = max(last[1], e)
+            last[2] = last[2] or kind
+        else:
+            merged.append([s, e, kind])
+    return [Span(s, e, kind) for s, e, kind in merged if kind]
 
 
 @dataclass(frozen=True)
@@ -80,10 +74,13 @@ class Redaction:
         return bool(self.kinds)
 
     def warning(self) -> str:
+        """The rotate notice: every kind found, by name."""
+        names = [f"{'an' if k[:1].lower() in 'aeiou' else 'a'} {k}" for k in self.kinds]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        them = "it" if len(names) == 1 else "them"
         return (
-            "Your paste contained "
-            + ", ".join(f"a {k}" for k in self.kinds)
-            + ". I did not repeat it, but anyone who read the channel has seen it: rotate it now."
+            f"Your paste contained {listed}. I removed {them} before reading the paste and repeat none of "
+            f"{them}, but anyone who read the channel has seen {them}: rotate {them} now."
         )
 
 
@@ -97,20 +94,31 @@ def redact(text: str) -> Redaction:
     multiline = "\n" in text
     if multiline and "PRIVATE KEY-----" in text:
         text = _redact_key_blocks(text, kinds)
-    for index in _matching(text.encode("utf-8")):
-        kind, pattern = _COMPILED[index]
-        if pattern.search(text) is None:
-            continue  # an earlier kind's removal took it
-        text = pattern.sub(f"[{kind} removed]", text)
-        if kind not in kinds:
-            kinds.append(kind)
     if multiline:
         text = _redact_wrapped(text, kinds)
+    text = _redact_spans(text, kinds)
     return Redaction(text, tuple(kinds))
 
 
-WRAP_WINDOW = 3  # a secret wrapped over up to three lines (a 100-character token at 40 columns)
+def _redact_spans(text: str, kinds: list[str]) -> str:
+    data = text.encode("utf-8")
+    spans = find_spans(data)
+    if not spans:
+        return text
+    out: list[bytes] = []
+    pos = 0
+    for span in spans:
+        out += [data[pos : span.start], f"[{span.kind} removed]".encode()]
+        pos = span.end
+        if span.kind not in kinds:
+            kinds.append(span.kind)
+    out.append(data[pos:])
+    return b"".join(out).decode("utf-8", "replace")
+
+
+WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
+TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
 
 
 def _stripped_lines(text: str) -> list[str]:
@@ -134,61 +142,89 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     return True
 
 
+def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
+    """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
+    unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
+    a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
+    line may be wider, by a prefix the wrap did not count: a run is also read without its last line)."""
+    runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
+    k, n = 0, len(lines)
+    while k < n - 1:
+        last = k
+        while (
+            last < n - 1
+            and last - k + 1 < WRAP_WINDOW
+            and len(lines[last]) >= WRAP_MIN_LENGTH
+            and (last <= k + 1 or len(raw[last]) + TAB_SLACK >= len(raw[last - 1]))  # a shorter one ends it
+            and len(raw[last + 1]) <= len(raw[last]) + TAB_SLACK  # a wrap is never wider than its line
+            and lines[last + 1].strip()
+            and (
+                not is_record_start(lines[last + 1])
+                or wrapped_mid_record(len(raw[last]), lines[last], lines[last + 1])
+            )
+        ):
+            last += 1
+        if last > k:
+            # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
+            context = k > 0 and (not runs or runs[-1][1] < k - 1)
+            runs.append((k - 1 if context else k, last, context))
+            if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
+                runs.append((k - 1 if context else k, last - 1, context))
+        k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
+    return runs
+
+
+def _parts(lines: list[str], first: int, last: int) -> list[str]:
+    """Each line's part of a run: the first without its trailing space, the last without its leading."""
+    inner = [line.strip() for line in lines[first + 1 : last]]
+    return [lines[first].rstrip(), *inner, lines[last].lstrip()]
+
+
+def _layout(parts: list[str], first: int, glue: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, line, text) of each part in the run joined with ``glue``."""
+    out: list[tuple[int, int, int, str]] = []
+    pos = 0
+    for n, part in enumerate(parts):
+        pos += len(glue) if n else 0
+        out.append((pos, pos + len(part), first + n, part))
+        pos += len(part)
+    return out
+
+
 def _redact_wrapped(text: str, kinds: list[str]) -> str:
     """A secret that a terminal wrapped across lines (``--hf-token hf_abc`` / ``def...``): no piece
-    matches alone, and the detector may join the lines and show it whole.  Each long line is tried with
-    the next two (log prefixes removed, joined with nothing and with a space, as a wrap may have split
-    a word or replaced a space), and every piece of a secret found across them is removed."""
+    matches alone, and the detector may join the lines and show it whole.  Each run of wrapped lines
+    (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
+    or replaced a space), and every piece of a secret found across lines is removed.  This runs before
+    the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
     raw = text.split("\n")
     lines = _stripped_lines(text)
-    n = len(lines)
-    if n != len(raw):
+    if len(lines) != len(raw):
         return text
-    right = [line.rstrip() for line in lines]
-    both = [line.strip() for line in lines]
-    left = [line.lstrip() for line in lines]
-    firsts = [k for k in range(n - 1) if len(lines[k]) >= WRAP_MIN_LENGTH]  # terminals wrap long lines
-
-    def parts(k: int, glue: str) -> list[tuple[int, int, int, str]]:
-        """(start, end, line, text) of each line's part in the window that starts at line k."""
-        last = min(k + WRAP_WINDOW, n) - 1
-        out: list[tuple[int, int, int, str]] = []
-        pos = 0
-        for j in range(k, last + 1):
-            part = right[j] if j == k else both[j] if j < last else left[j]
-            pos += len(glue) if j > k else 0
-            out.append((pos, pos + len(part), j, part))
-            pos += len(part)
-        return out
-
+    runs = _runs(lines, raw)
+    parts = [_parts(lines, a, b) for a, b, _c in runs]
     for glue in ("", " "):
-        windows = [
-            right[k] + glue + (both[k + 1] + glue + left[k + 2] if k + 2 < n else left[k + 1]) for k in firsts
-        ]
-        if not windows:
+        if not runs:
             break
+        windows = [glue.join(p) for p in parts]
         starts = list(itertools.accumulate((len(w) + 1 for w in windows[:-1]), initial=0))
         joined = "\n".join(windows)
         data = joined.encode("utf-8")
         ascii_only = len(data) == len(joined)
-        for index in _matching(data):
-            kind, pattern = _COMPILED[index]
-            for m in pattern.finditer(data):
-                start, end = m.start(), m.end()
-                if not ascii_only:  # byte offsets to character offsets (matches are rare)
-                    start = len(data[:start].decode("utf-8", "ignore"))
-                    end = start + len(data[m.start() : m.end()].decode("utf-8", "ignore"))
-                w = bisect.bisect_right(starts, start) - 1
-                s, e = start - starts[w], end - starts[w]
-                layout = parts(firsts[w], glue)
-                if not (s < layout[0][1] < e):
-                    continue  # starts on a later line (its own window) or within one line (done)
-                pieces = [
-                    (j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b
-                ]
-                pieces = [(j, piece) for j, piece in pieces if piece]
-                if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
-                    kinds.append(kind)
+        for span in find_spans(data):
+            kind, start, end = span.kind, span.start, span.end
+            if not ascii_only:  # byte offsets to character offsets (matches are rare)
+                end = len(data[:end].decode("utf-8", "ignore"))
+                start = len(data[:start].decode("utf-8", "ignore"))
+            w = bisect.bisect_right(starts, start) - 1
+            s, e = start - starts[w], end - starts[w]
+            layout = _layout(parts[w], runs[w][0], glue)
+            pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
+            pieces = [(j, piece) for j, piece in pieces if piece]
+            if len(pieces) < 2 or (runs[w][2] and pieces[0][0] == runs[w][0]):
+                continue  # within one line (the one-line pass removes it), or reaching into the context line
+            if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
+                kinds.append(kind)
     return "\n".join(raw)
 
 
@@ -199,7 +235,8 @@ def _redact_key_blocks(text: str, kinds: list[str]) -> str:
     lines = _stripped_lines(text)
     if len(lines) != len(raw):
         return text
-    kind, pattern = next((k, p) for k, p in _COMPILED if k == "private key")
+    rule = next(r for r in default_rules().rules if r.id == "private-key")
+    kind, pattern = rule.kind, rule.pattern
     stripped = "\n".join(lines)
     starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
     for m in pattern.finditer(stripped):
@@ -215,3 +252,14 @@ def _redact_key_blocks(text: str, kinds: list[str]) -> str:
         if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
             kinds.append(kind)
     return "\n".join(raw)
+
+
+def with_notice(reply: Reply | None, kinds: tuple[str, ...] | list[str]) -> Reply | None:
+    """The reply with the rotate notice first (a notice of its own when there is no reply)."""
+    if not kinds:
+        return reply
+    warning = Redaction("", tuple(kinds)).warning()
+    if reply is None:
+        return Reply(kind="notice", title="A secret was in your message", summary=warning)
+    reply.notes.insert(0, warning)
+    return reply

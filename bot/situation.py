@@ -12,6 +12,7 @@ import re2
 
 from bot.detector import Detection, Finding
 from bot.gpu_mentions import gpu_mentions
+from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
 from calculator.plan import Sourced
@@ -287,11 +288,12 @@ def read(detection: Detection, root: Finding) -> Situation:
     command = find_command(text)
     engine = _engine_of(detection, root, command)
     notes: list[str] = []
-    context = dict(detection.context.fields)
+    context = safe_fields(dict(detection.context.fields))  # a GPU name or model id that is not one stays out
     params: dict[str, Any] = dict(root.params)
     for f in detection.findings:
         for k, v in f.params.items():
             params.setdefault(k, v)
+    params = safe_fields(params)
     model_name = context.get("model")
     if command is not None and command.engine == engine:
         spelled = command.flag(*SETTING_FLAGS.get(engine, {}).get("model", ("--model",)))

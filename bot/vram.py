@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import re2
 from pydantic import ValidationError
 
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
@@ -247,7 +248,28 @@ def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLooku
             return match_models_reply(fields)
         raise VramInputError(USAGE)
     except (VramInputError, NameNotFound, ModelSourceError, ValueError) as exc:
-        return Reply(kind="error", title="I could not answer that /vram", summary=str(exc))
+        return Reply(
+            kind="error", title="I could not answer that /vram", summary=unechoed(str(exc), args, raw)
+        )
+
+
+_PLAIN_WORD = re2.compile(r"[A-Za-z][A-Za-z._-]{0,23}")
+
+
+def unechoed(message: str, args: dict[str, str] | None, raw: str) -> str:
+    """An error message that does not say back what the user typed: a token pasted as a model name looks
+    like a model id often enough (a UUID, a 14-character id) that no test tells them apart, so every
+    quoted word of theirs becomes "(that value)" unless it is a plain word (letters only, like "lots");
+    the catalog's suggestions stay."""
+    words = [str(v) for v in (args or {}).values() if v is not None] + [str(k) for k in (args or {})]
+    for word in raw.split():
+        words += [word, *word.partition(":")[::2]]
+    for word in sorted({w.strip() for w in words if w.strip()}, key=len, reverse=True):
+        if _PLAIN_WORD.fullmatch(word) is None:
+            message = message.replace(repr(word), "(that value)")
+    from bot.redact import redact  # only here: /vram alone never loads the paste normaliser
+
+    return redact(message).text
 
 
 def match_gpus_reply(fields: dict[str, object], lookup: ModelLookup = catalog_lookup) -> Reply:

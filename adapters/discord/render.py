@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 import discord
+import re2
 
 from bot.formatter import ENGINE_LABEL, SOURCE_LABEL, fence, memory_bar, to_markdown
 from bot.reply import Fix, Reply
@@ -72,10 +73,17 @@ def code_block(text: str, lang: str = "") -> str:
     return fence(defuse(text).strip("\n"), lang)
 
 
+# Discord markup that renders outside code: user, role and channel mentions (<@1>, <@&1>, <#1>),
+# slash-command mentions (</vram:1>), custom emoji (<:x:1>, <a:x:1>), timestamps (<t:1>), @everyone/@here
+_MARKUP = re2.compile(r"<(?:[@#/:]|a:|t:)|@(?:everyone|here)")
+
+
 def inline(text: str) -> str:
     """Text outside code blocks; a pasted ``[free GPUs](https://evil.example)`` (a model name, a note
-    quoting the paste) must not become a masked link in an embed, so ``](`` is broken up."""
-    return defuse(text).replace("](", "]" + ZWSP + "(").strip()
+    quoting the paste) must not become a masked link in an embed, so ``](`` is broken up, and mention or
+    command markup is broken by a zero-width space (inside code blocks it renders as typed)."""
+    text = defuse(text).replace("](", "]" + ZWSP + "(")
+    return _MARKUP.sub(lambda m: m.group(0)[0] + ZWSP + m.group(0)[1:], text).strip()
 
 
 def cut(text: str, limit: int) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import re2
+
 from adapters.slack.feedback import FeedbackRef, feedback_block
 from bot.formatter import ENGINE_LABEL, SOURCE_LABEL, memory_bar, to_markdown
 from bot.reply import Fix, Reply
@@ -28,9 +30,14 @@ FEEDBACK_KINDS = {"diagnosis", "vram", "match", "no_finding"}
 _FENCE = "```"
 
 
+_BROADCAST = re2.compile(r"(?i)\B@(channel|here|everyone)\b")
+
+
 def escape(text: object) -> str:
-    """Slack's three control characters as entities (and nothing else)."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Slack's three control characters as entities, and a pasted ``@channel`` / ``@here`` /
+    ``@everyone`` broken by a zero-width space (inert even where a client would link names)."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _BROADCAST.sub(lambda m: "@\u200b" + m.group(1), text)
 
 
 def cut(text: str, limit: int, marker: str = "…") -> str:

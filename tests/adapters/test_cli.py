@@ -297,4 +297,35 @@ def test_help_imports_none_of_the_core():
 def test_vram_never_loads_the_detector_or_the_knowledge_base():
     loaded = _modules_after(["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq"])
     assert "calculator.estimate" in loaded
-    assert not loaded & {"bot.detector", "bot.normalize", "bot.core", "knowledge.loader", "knowledge.schema"}
+    # the redactor (which checks --model / --gpu for secrets) uses the normaliser's cleanup, not the detector
+    assert not loaded & {"bot.detector", "bot.core", "knowledge.loader", "knowledge.schema"}
+
+
+def test_terminal_paste_whose_first_line_is_a_path_is_triaged():
+    import io
+
+    from adapters.cli import run_terminal
+
+    paste = "/usr/lib/python3/site-packages/vllm/engine.py:1: UserWarning: x\n" + V0_KV + "\n\n/quit\n"
+    out = io.StringIO()
+    run_terminal(io.StringIO(paste), out, interactive=False)
+    assert "Unknown command" not in out.getvalue() and "5,728" in out.getvalue()
+
+
+def test_triage_reads_a_utf16_file(tmp_path):
+    log = tmp_path / "ps.log"
+    log.write_bytes(("INFO x\r\n" + V0_KV + "\r\n").encode("utf-16"))
+    code, out = run(["triage", str(log)])
+    assert code == 0 and "5,728" in out
+
+
+def test_triage_json_names_the_secrets_and_repeats_none(tmp_path):
+    import json
+
+    log = tmp_path / "s.log"
+    token = "glpat-" + "Ab3dE5gH7jK9mN1pQ3sT"
+    log.write_text(f"GITLAB_TOKEN={token}\n{V0_KV}\n")
+    code, out = run(["triage", "--json", str(log)])
+    result = json.loads(out)
+    assert code == 0 and token not in out
+    assert result["secrets"] == ["GitLab token"] and "GitLab token" in result["notice"]

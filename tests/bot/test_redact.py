@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from bot.redact import redact
+from bot.secret_rules import default_rules
+from tests.hardening.planted import echoed, planted
+
+DEV = Path(__file__).resolve().parent.parent / "data" / "dev.jsonl"
 
 SECRETS = {
     "Hugging Face token": "hf_" + "A1b2C3d4" * 5,
@@ -38,3 +45,154 @@ def test_ordinary_log_is_untouched():
     text = "ValueError: The model's max seq len (131072) is larger than ... KV cache (5728). sk-short"
     r = redact(text)
     assert r.text == text and not r.found
+
+
+# --- the formats a red-team pass found unrecognised (issue 15), each with its exact result -------
+
+ISSUE_FORMATS = [
+    ("GITLAB=glpat-" + "Ab3dE5gH7jK9mN1pQ3sT", "GITLAB=[GitLab token removed]", "GitLab token"),
+    (
+        "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "token [JSON Web Token removed]",
+        "JSON Web Token",
+    ),
+    (
+        "curl https://admin:Tr0ub4dor3xyz@api.example.com/v1",
+        "curl https://admin:[password in a URL removed]@api.example.com/v1",
+        "password in a URL",
+    ),
+    (
+        "MY_SERVICE_API_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "MY_SERVICE_API_KEY=[API key removed]",
+        "API key",
+    ),
+    (
+        "VLLM_API_KEY=token-abc123xyz789 vllm serve m",
+        "VLLM_API_KEY=[API key removed] vllm serve m",
+        "API key",
+    ),
+    (
+        "AZURE_OPENAI_API_KEY=0123456789abcdef0123456789abcdef",
+        "AZURE_OPENAI_API_KEY=[API key removed]",
+        "API key",
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + "Ab3dE5gH7jK9" * 7 + "Ab==;",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[Azure storage account key removed];",
+        "Azure storage account key",
+    ),
+    (
+        '{"AccessKeyId": "x", "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}',
+        '{"AccessKeyId": "x", "SecretAccessKey": "[AWS secret access key removed]"}',
+        "AWS secret access key",
+    ),
+    (
+        "tool --aws-secret-access-key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "tool --aws-secret-access-key [AWS secret access key removed]",
+        "AWS secret access key",
+    ),
+    (
+        '{"type": "service_account", "private_key_id": "3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d5c4b3a29"}',
+        '{"type": "service_account", "private_key_id": "[secret in a JSON field removed]"}',
+        "secret in a JSON field",
+    ),
+    (
+        "Authorization: Basic dXNlcjpodW50ZXIyMDI0IQ==",
+        "Authorization: Basic [credential in an Authorization header removed]",
+        "credential in an Authorization header",
+    ),
+    (
+        "Authorization: token 7e3f9a1c5b2d8e4f6a0c",
+        "Authorization: token [credential in an Authorization header removed]",
+        "credential in an Authorization header",
+    ),
+    (
+        "hook https://discord.com/api/v10/webhooks/1234567890/Ab3dE5gH7jK9mN1pQ3sTuV5wX7yZ",
+        "hook [Discord webhook URL removed]",
+        "Discord webhook URL",
+    ),
+    ("vllm serve m --api-key s3cr3t-k3y-4711", "vllm serve m --api-key [API key removed]", "API key"),
+    ("huggingface-cli login --token hf_x1Y2z3", "huggingface-cli login --token [token removed]", "token"),
+    ("DB_PASSWORD=correct-horse-battery", "DB_PASSWORD=[password removed]", "password"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "kind"), ISSUE_FORMATS, ids=[k for _t, _e, k in ISSUE_FORMATS])
+def test_issue_formats_are_removed_exactly(text, expected, kind):
+    r = redact(text)
+    assert r.text == expected
+    assert r.kinds == (kind,)
+
+
+def test_names_and_placeholders_are_not_secrets():
+    """What engines log next to key/token words: Ollama's ``key=OLLAMA_...``, special tokens, plurals,
+    environment references, ``--api-key-file`` paths' neighbours."""
+    for text in [
+        'msg="using default" key=OLLAMA_GPU_OVERHEAD value=0',
+        '"pad_token": "<|endoftext|>", "eos_token": "</s>"',
+        "--max-num-batched-tokens 8192 --max-model-len 32768",
+        'HF_TOKEN="${HF_TOKEN}" vllm serve m --api-key $VLLM_API_KEY',
+        "'tokenizer': 'Qwen/Qwen2.5-7B-Instruct', 'max_model_len': 32768",
+    ]:
+        r = redact(text)
+        assert (r.text, r.kinds) == (text, ()), text
+
+
+def test_no_dev_corpus_paste_has_a_secret():
+    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines() if line]
+    assert [(row["id"], redact(row["text"]).kinds) for row in rows if redact(row["text"]).found] == []
+
+
+def test_the_notice_names_every_kind_found():
+    text = (
+        "HF_TOKEN=hf_" + "A1b2C3d4" * 5 + "\ncurl https://bob:Tr0ub4dor3xyz@example.com\n"
+        "GL=glpat-" + "Ab3dE5gH7jK9mN1pQ3sT"
+    )
+    r = redact(text)
+    assert r.kinds == ("Hugging Face token", "password in a URL", "GitLab token")
+    assert r.warning() == (
+        "Your paste contained a Hugging Face token, a password in a URL and a GitLab token. I removed them "
+        "before reading the paste and repeat none of them, but anyone who read the channel has seen them: "
+        "rotate them now."
+    )
+
+
+def test_a_secret_wrapped_over_many_lines_is_removed_whole():
+    jwt = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6" * 8 + ".sig_Ab3dE5gH7jK9mN1pQ3sT"
+    line = "INFO 04-12 08:21:19 [api_server.py:1] Authorization: Bearer " + jwt
+    wrapped = "\n".join(line[i : i + 80] for i in range(0, len(line), 80)) + "\nValueError: boom"
+    r = redact(wrapped)
+    assert all(line[i : i + 80][-12:] not in r.text for i in range(80, len(line), 80))
+    assert r.text.endswith("\nValueError: boom")  # the next record is not taken for the secret's tail
+
+
+# --- every gitleaks rule's own examples, in every placement ----------------------------------------
+
+PLANTED = planted()
+BY_RULE: dict[str, list] = {}
+for _p in PLANTED:
+    BY_RULE.setdefault(_p.rule, []).append(_p)
+
+
+def test_the_corpus_covers_the_rules():
+    rules = {r.id for r in default_rules().rules}
+    assert len(BY_RULE) >= 200 and set(BY_RULE) <= rules
+    assert {p.placement for p in PLANTED} == {
+        "example",
+        "example wrapped at 80 columns",
+        "wrapped at 80 columns",
+        "env prefix",
+        "flag",
+        "header",
+        "JSON field",
+        "URL",
+    }
+
+
+@pytest.mark.parametrize("rule", sorted(BY_RULE))
+def test_every_example_in_every_placement_is_removed(rule):
+    for item in BY_RULE[rule]:
+        r = redact(item.text)
+        assert not echoed(r.text, [item]), (item.placement, item.text)
+        assert r.kinds, (item.placement, item.text)
+        assert all(kind in r.warning() for kind in r.kinds)

@@ -79,8 +79,8 @@ def test_discord_render_of_a_hostile_paste_is_inert():
     rendered = discord_render(reply, chart=False)
     body = {"embeds": [e.to_dict() for e in rendered.embeds], "allowed_mentions": {"parse": []}}
     assert_discord_safe(body)
-    notes = " ".join(f["value"] for e in body["embeds"] for f in e.get("fields", []))
-    assert "[docs]\u200b(" in notes  # the model name is quoted, not linked
+    outside_code = re.sub(r"```.*?```", "", " ".join(_discord_texts(body)), flags=re.S)
+    assert EVIL not in outside_code  # a "model name" that is a link is not a model id: never said
 
 
 async def test_discord_hostile_paste_pings_nobody_and_keeps_the_layout(fake_discord, tmp_path):

@@ -4,6 +4,7 @@ not in the SQLite file; the reply names the kind and says to rotate it."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from bot.redact import redact
 from bot.service import GardenService
 from bot.settings import Limits
 from bot.storage import Storage
+from bot.vram import answer as answer_vram
 from tests.hardening.hostile import (
     ERRORS,
     KV_PASTE,
@@ -23,6 +25,7 @@ from tests.hardening.hostile import (
     rendered_texts,
     secret_samples,
 )
+from tests.hardening.planted import echoed, planted
 
 SECRETS = secret_samples()
 OPEN = Limits(user_per_minute=10_000, channel_per_minute=10_000)
@@ -155,3 +158,117 @@ def test_production_log_lines_are_redacted(monkeypatch):
         root.handlers[:], root.level = saved
     assert not leaked(stream.getvalue(), SECRETS)
     assert stream.getvalue().count("removed]") >= len(SECRETS)
+
+
+# --- the planted-secret corpus (every gitleaks rule's examples, every placement) through every output --
+
+CORPUS = planted(per_rule=1)
+CORPUS_BY_RULE: dict[str, list] = {}
+for _p in CORPUS:
+    CORPUS_BY_RULE.setdefault(_p.rule, []).append(_p)
+
+
+def corpus_paste(items) -> str:
+    """The placements as one paste, with an error the bot answers with a fix command."""
+    return "\n\n".join(p.text for p in items) + "\n" + KV_PASTE
+
+
+def assert_notice_names_every_kind(out) -> None:
+    assert out.secrets
+    notice = out.reply.notes[0] if out.reply.notes else out.reply.summary
+    assert all(kind in notice for kind in out.secrets), notice
+    assert "rotate" in notice and "I did not repeat it" not in notice
+
+
+@pytest.mark.parametrize("rule", sorted(CORPUS_BY_RULE))
+async def test_corpus_through_the_service_and_every_rendering(rule, caplog):
+    caplog.set_level(logging.DEBUG)
+    items = CORPUS_BY_RULE[rule]
+    svc = GardenService(limits=OPEN)
+    out = await svc.handle(IncomingMessage(platform="test", text=corpus_paste(items), mentioned=True))
+    assert out.kind == "reply"
+    assert echoed(everything_said(out), items) == []
+    assert_notice_names_every_kind(out)
+    assert echoed(caplog.text, items) == []
+
+
+def test_corpus_through_the_cli_text_json_and_terminal(tmp_path):
+    from adapters.cli import main, run_terminal
+
+    log = tmp_path / "server.log"
+    log.write_text(corpus_paste(CORPUS), encoding="utf-8")
+    for argv in (["triage", str(log)], ["triage", "--json", str(log)], ["triage", "--brief", str(log)]):
+        out = io.StringIO()
+        assert main(argv, stdin=io.StringIO(""), stdout=out) == 0
+        assert echoed(out.getvalue(), CORPUS) == [], argv
+    result = json.loads(_cli(["triage", "--json", str(log)]))
+    assert result["secrets"] and all(kind in result["notice"] for kind in result["secrets"])
+    for rule, items in CORPUS_BY_RULE.items():
+        out = io.StringIO()
+        run_terminal(io.StringIO(corpus_paste(items) + "\n\n/quit\n"), out, interactive=False)
+        assert echoed(out.getvalue(), items) == [], rule
+        assert "rotate" in out.getvalue()
+
+
+def _cli(argv: list[str]) -> str:
+    from adapters.cli import main
+
+    out = io.StringIO()
+    main(argv, stdin=io.StringIO(""), stdout=out)
+    return out.getvalue()
+
+
+def test_corpus_in_logs_at_debug_in_both_formats():
+    from bot import logs
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    log = logging.getLogger("gpu_garden.slack.bolt")
+    try:
+        for fmt in ("text", "json"):
+            stream = io.StringIO()
+            logs.configure("DEBUG", fmt, stream)
+            for item in CORPUS:
+                log.debug("on_message invoked: (message: %s)", json.dumps({"text": item.text}))
+                log.debug(item.text)
+                try:
+                    raise ValueError(f"while reading the paste:\n{item.text}")
+                except ValueError:
+                    log.exception("failed")
+            assert echoed(stream.getvalue(), CORPUS) == [], fmt
+    finally:
+        root.handlers[:], root.level = saved
+
+
+@pytest.mark.parametrize("option", ["model", "gpu"])
+async def test_corpus_as_vram_options_is_never_echoed(option):
+    svc = GardenService(limits=OPEN)
+    bare = [p for p in CORPUS if p.placement == "example"]
+    for item in bare:
+        args = {"gpu": "4090", "model": "qwen-7b", option: item.secret}
+        out = await svc.handle(IncomingMessage(platform="test", command=SlashCommand("vram", args=args)))
+        assert out.reply is not None
+        assert echoed(everything_said(out), [item]) == [], item.rule
+        raw = await svc.handle(
+            IncomingMessage(
+                platform="test", command=SlashCommand("vram", raw=f"gpu:4090 {option}:{item.secret}")
+            )
+        )
+        assert echoed(everything_said(raw), [item]) == [], item.rule
+
+
+def test_cli_vram_never_repeats_a_secret(capsys):
+    from adapters.cli import main
+
+    for item in [p for p in CORPUS if p.placement == "example"][:40]:
+        code = main(
+            ["vram", "--gpu", "4090", "--model", item.secret], stdin=io.StringIO(""), stdout=io.StringIO()
+        )
+        err = capsys.readouterr().err
+        assert code != 0 and echoed(err, [item]) == [], item.rule
+
+
+def test_a_token_no_rule_knows_is_not_echoed_as_a_model_name():
+    svc_reply = answer_vram({"gpu": "4090", "model": "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9"})
+    assert "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9" not in svc_reply.summary
+    assert svc_reply.summary == "unknown model (that value)"

@@ -257,3 +257,33 @@ async def test_a_malformed_payload_is_logged_not_fatal(garden, caplog):
     assert "5,728" in reply.json["embeds"][0]["title"]
     assert garden.health.snapshot() == {"discord": True}
     assert "malformed MESSAGE_CREATE" in caplog.text
+
+
+async def test_a_utf16_powershell_log_is_read(garden):
+    """PowerShell 5.1's ``>`` writes UTF-16 LE with a BOM; piped tools drop the BOM: both are read."""
+    fake = garden.fake
+    log = "INFO starting engine\r\n" * 20 + KV_PASTE + "\r\n"
+    for n, data in enumerate([log.encode("utf-16"), log.encode("utf-16-le")]):
+        att = fake.attachment(f"server{n}.log", data)
+        source = fake.message("", attachments=[att])
+        await fake.dispatch("MESSAGE_CREATE", source)
+        (reply,) = await fake.wait_for("POST", rf"/channels/{source['id']}/messages")
+        assert "5,728" in reply.json["embeds"][0]["title"]
+
+
+def test_mention_and_command_markup_stays_inside_code():
+    """Reply text outside code (a title, a note quoting the paste) never renders Discord markup; the
+    same text inside a fix's code block is shown as typed."""
+    from adapters.discord.render import render
+    from bot.reply import Fix, Reply
+
+    markup = "</vram:1> <@123456789012345678> <@&5> <#7> <a:x:9> @here @everyone"
+    reply = Reply(kind="diagnosis", title=markup, summary=markup, notes=[markup])
+    reply.fixes.append(Fix("vllm", "change", f"vllm serve m {markup}", "effect"))
+    embed = render(reply, chart=False).embeds[0].to_dict()
+    texts = [embed["title"], embed.get("description", "")] + [f["value"] for f in embed.get("fields", [])]
+    joined = "\n".join(texts)
+    outside = "".join(joined.split("```")[::2])
+    for mark in ("</vram:", "<@1", "<@&", "<#7", "<a:", "@here", "@everyone"):
+        assert mark not in outside, mark
+    assert f"vllm serve m {markup}" in joined  # inside the code block, as typed

@@ -195,7 +195,7 @@ async def test_vram_with_a_hostile_model_name_does_not_ping(socket, fake):
     (response,) = await fake.wait_until(lambda: fake.responses)
     await socket.settled(1)
     dumped = json.dumps(response.body)
-    assert "'&lt;!channel&gt;'" in dumped  # the model name came back, escaped
+    assert "(that value)" in dumped  # not a model id: not said back at all
     assert "<!channel" not in dumped
 
 
@@ -444,3 +444,39 @@ async def test_a_failed_download_and_a_failed_post_are_counted_on_the_metrics(fa
     assert metrics.value(errors, {"platform": "slack", "kind": "download"}) == 1.0
     assert metrics.value(errors, {"platform": "slack", "kind": "send"}) == 1.0
     assert metrics.value("gpu_garden_messages_total", {"platform": "slack", "outcome": "reply"}) == 1.0
+
+
+async def test_a_utf16_snippet_is_read(socket, fake):
+    fake.files["ps.log"] = ("INFO starting\r\n" * 20 + PASTE + "\r\n").encode("utf-16")
+    event = message_event(
+        "log attached",
+        subtype="file_share",
+        ts="1700000100.000900",
+        files=[
+            {
+                "id": "F0PS",
+                "name": "ps.log",
+                "mimetype": "text/plain",
+                "filetype": "text",
+                "size": len(fake.files["ps.log"]),
+                "url_private": fake.file_url("ps.log"),
+                "url_private_download": fake.file_url("ps.log"),
+            }
+        ],
+    )
+    await socket.event(event)
+    (post,) = await fake.wait_for("chat.postMessage")
+    await socket.settled(1)
+    assert "5,728" in blocks_text(post.body)
+
+
+def test_pasted_broadcasts_are_inert_in_our_text():
+    from adapters.slack.render import render_reply
+
+    reply = Reply(
+        kind="diagnosis", title="@channel <!here> look", summary="@here @everyone", notes=["@channel"]
+    )
+    dumped = json.dumps(render_reply(reply).payload())
+    for mark in ("@channel", "@here", "@everyone", "<!here"):
+        assert mark not in dumped, mark
+    assert "@\\u200bchannel" in dumped
