@@ -305,3 +305,44 @@ def test_tier_functions_take_their_numbers_from_the_yaml(module, function):
     body = fn.body[1:] if isinstance(fn.body[0], ast.Expr) else fn.body  # skip the docstring
     literals = {n for stmt in body for n in _bare_numbers(stmt)}
     assert literals <= _ALLOWED_LITERALS[(module, function)], f"{function} has bare numbers {literals}"
+
+
+# ---- estimates: no log isolates them yet (kind: estimate), so their effect is pinned exactly -------
+
+
+def _llamacpp_from_log(max_len: int):
+    """A log with a 4000 MiB model buffer and 512 MiB of KV at n_ctx 4096, no compute buffer line."""
+    obs = llamacpp.LlamaCppObserved(
+        device_gib=Sourced(24.0), model_buffer_mib=Sourced(4000.0), kv_buffer_mib=Sourced(512.0)
+    )
+    est = llamacpp.LlamaCppEstimate(Plan(max_len=4096, kv_dtype="f16"), obs)
+    return est.evaluate(Plan(max_len=max_len, kv_dtype="f16"))
+
+
+def test_llamacpp_log_budget_pins_context_fallback_compute_and_margin():
+    """room = 24 - 4000/1024 (weights) - 0.5 (compute, not printed) - 0.4 (CUDA context) - 1024/1024
+    (fit margin) = 18.19375 GiB at 0.5/4096 GiB per token -> 149,043 tokens, 148,992 padded to 256."""
+    out = _llamacpp_from_log(4096)
+    assert {t.name: t.gib for t in out.terms} == {
+        "weights": 4000 / 1024,
+        "compute buffers": 0.5,
+        "cuda context": 0.4,
+        "kv cache": 0.5,
+    }
+    assert out.fit_len == 148992
+
+
+def test_llamacpp_start_headroom():
+    """A fixed -c starts while weights + compute + context + KV + 0.25 GiB fit in 24 GiB:
+    (24 - 4.80625 - 0.25) x 8192 tokens/GiB = 155,187 tokens."""
+    assert _llamacpp_from_log(155136).starts
+    assert not _llamacpp_from_log(155392).starts
+
+
+def test_sglang_context_and_pool_threshold():
+    """pre_model_load free = total - 0.5 GiB: 11.75 GiB of weights in 24 GiB is a fraction of 0.5."""
+    assert sglang.mem_fraction_for_tokens(0, 1.0, 11.75, 24.0) == 0.5
+    assert sglang.MIN_POOL_TOKENS == 1024  # a reply threshold, not an engine number
+    # every tier's chunked_prefill_size is at least the formula's floor, so pin the floor itself
+    assert sglang.RESERVED_MIN_CHUNK == 2048
+    assert min(chunk for _limit, chunk, _bs, _bs4 in sglang._TIERS) >= sglang.RESERVED_MIN_CHUNK
