@@ -38,6 +38,9 @@ CUDAGRAPH_MIN_SCALE = constant("vllm", "cudagraph_min_scale")
 DEFAULT_BATCHING = table("vllm", "default_batching")
 V0_MAX_NUM_SEQS = int(constant("vllm", "v0_max_num_seqs"))
 V0_MIN_BATCHED_TOKENS = int(constant("vllm", "v0_min_batched_tokens"))
+BLOCK_SIZE = int(constant("vllm", "block_size"))
+MLA_BLOCK_SIZE = int(constant("vllm", "mla_block_size"))
+UNKNOWN_TOTAL_GIB = constant("vllm", "unknown_total_gib")  # batching tier when the card is unknown
 
 
 @dataclass
@@ -153,7 +156,7 @@ def vllm_budget(
     terms = {t.name: t.gib for t in _terms}
     max_len = est.max_len(plan) or model.max_position_embeddings
     max_num_seqs, batched = est.batching(plan)
-    block = cfg.block_size or (64 if model.mla else 16)
+    block = cfg.block_size or (MLA_BLOCK_SIZE if model.mla else BLOCK_SIZE)
     layout: KVLayout = vllm_layout(model, cfg.kv_cache_dtype, tp=plan.tp, pp=plan.pp)
     notes = (
         ["--kv-cache-memory-bytes fixes the KV budget; gpu_memory_utilization is ignored"]
@@ -190,7 +193,7 @@ def kv_capacity(
     layout: KVLayout,
     kv_gib: float,
     max_model_len: int,
-    block_size: int = 16,
+    block_size: int = BLOCK_SIZE,
     max_num_batched_tokens: int = 2048,
     v0: bool = False,
     pp: int = 1,
@@ -299,7 +302,10 @@ class VllmEstimate:
 
     def batching(self, plan: Plan) -> tuple[int, int]:
         seqs_d, tokens_d = default_batching(
-            self.total() or 24.0, self.gpu_id, self.v0, self.max_len(plan) or 2048
+            self.total() or UNKNOWN_TOTAL_GIB,
+            self.gpu_id,
+            self.v0,
+            self.max_len(plan) or V0_MIN_BATCHED_TOKENS,
         )
         return plan.max_seqs or seqs_d, plan.batched_tokens or tokens_d
 
@@ -435,7 +441,7 @@ class VllmEstimate:
         if self.model is not None:
             _seqs, batched = self.batching(plan)
             lay = vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp)
-            block = 64 if self.model.mla else 16
+            block = MLA_BLOCK_SIZE if self.model.mla else BLOCK_SIZE
             _blocks, tokens, fit, conc = kv_capacity(lay, kv, want or 1, block, batched, self.v0, plan.pp)
             return fit, tokens, conc
         bpt = self.bytes_per_token(plan)
@@ -443,7 +449,7 @@ class VllmEstimate:
             if self.obs.fit_len is not None and plan.with_(max_len=self.plan0.max_len) == self.plan0:
                 return self.obs.fit_len.value, self.obs.fit_len.value, None
             return None, 0, None
-        tokens = int(max(0.0, kv) * GIB // bpt) // 16 * 16
+        tokens = int(max(0.0, kv) * GIB // bpt) // BLOCK_SIZE * BLOCK_SIZE
         return tokens, tokens, (tokens / want if want else None)
 
 

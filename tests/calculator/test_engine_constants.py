@@ -346,3 +346,29 @@ def test_sglang_context_and_pool_threshold():
     # every tier's chunked_prefill_size is at least the formula's floor, so pin the floor itself
     assert sglang.RESERVED_MIN_CHUNK == 2048
     assert min(chunk for _limit, chunk, _bs, _bs4 in sglang._TIERS) >= sglang.RESERVED_MIN_CHUNK
+
+
+def test_block_size_replays_a_v0_log():
+    """vllm#10517: `# GPU blocks: 1478` and `... stored in KV cache (23648)`: 16 tokens a block."""
+    printed("vllm10517-29k-bad", "# GPU blocks: 1478", "(23648)")
+    assert 1478 * vllm.BLOCK_SIZE == 23648
+    layout = vllm.vllm_layout(model("meta-llama/Llama-3.1-8B-Instruct"))
+    blocks, tokens, _fit, _conc = vllm.kv_capacity(layout, 2.89, 29000, v0=True)
+    assert tokens == blocks * 16
+
+
+def test_mla_models_use_64_token_blocks():
+    from calculator.catalog import gpus
+
+    h200 = next(g for g in gpus() if g.id.startswith("h200"))
+    dsv3 = model("deepseek-ai/DeepSeek-V3")
+    budget = vllm.vllm_budget(dsv3, h200, dsv3.native_weight_bytes, vllm.VllmConfig(tp=8))
+    assert budget.block_size == 64
+    assert budget.kv_tokens % 64 == 0
+
+
+def test_unknown_card_gets_the_small_batching_tier():
+    """Without a total, batching defaults are the < 70 GiB tier's (256 seqs, 2048 tokens)."""
+    est = vllm.VllmEstimate((0, 33, 0), Plan(), vllm.VllmObserved())
+    assert est.batching(Plan()) == (256, 2048)
+    assert vllm.UNKNOWN_TOTAL_GIB == 24.0
