@@ -10,14 +10,17 @@ import math
 from dataclasses import dataclass, field
 
 from calculator.catalog import ModelSpec
+from calculator.constants import constant
 from calculator.kv import LLAMACPP_KV_BYTES, KVLayout, llamacpp_layout
 from calculator.plan import Outcome, Plan, Sourced, Term
 from calculator.units import GIB, MIB
 
-FIT_MARGIN_MIB = 1024  # llama.cpp --fit-target default
-CUDA_CONTEXT_GIB = 0.4  # CUDA context + cuBLAS workspace, not in llama.cpp's own buffer lines
-DEFAULT_UBATCH = 512
-CTX_PAD = 256
+# Budget constants, each with its unit and source in data/engine_constants.yaml.
+FIT_MARGIN_MIB = int(constant("llamacpp", "fit_margin_mib"))  # --fit-target default
+CUDA_CONTEXT_GIB = constant("llamacpp", "cuda_context_gib")  # not in llama.cpp's own buffer lines
+DEFAULT_UBATCH = int(constant("llamacpp", "default_ubatch"))
+CTX_PAD = int(constant("llamacpp", "ctx_pad"))
+COMPUTE_FALLBACK_GIB = constant("llamacpp", "compute_fallback_gib")  # when the log prints no compute buffer
 
 
 def pad_ctx(n_ctx: int) -> int:
@@ -151,7 +154,7 @@ def _largest(ok, limit: int) -> int:
     return lo * CTX_PAD
 
 
-START_HEADROOM_GIB = 0.25  # a fixed -c starts when the buffers fit with this much to spare
+START_HEADROOM_GIB = constant("llamacpp", "start_headroom_gib")  # a fixed -c starts with this to spare
 
 
 @dataclass
@@ -215,7 +218,7 @@ class LlamaCppEstimate:
         bpt = bpt0 * _kv_factor(plan.kv_dtype) / _kv_factor(self.plan0.kv_dtype)
         if not plan.kv_offload:
             bpt = 0.0
-        compute = o.compute_buffer_mib.value * mib if o.compute_buffer_mib else 0.5
+        compute = o.compute_buffer_mib.value * mib if o.compute_buffer_mib else COMPUTE_FALLBACK_GIB
         room = total - weights - compute - CUDA_CONTEXT_GIB - FIT_MARGIN_MIB / 1024
         fit = int(max(0.0, room) / bpt) // CTX_PAD * CTX_PAD if bpt else 1 << 24
         want = plan.max_len or fit

@@ -9,27 +9,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.catalog import ModelSpec
+from calculator.constants import table
 from calculator.llamacpp import START_HEADROOM_GIB, LlamaCppBudget, LlamaCppConfig, llamacpp_budget
 from calculator.plan import Outcome, Plan, Sourced, Term
+
+# Budget tables, each with its source in data/engine_constants.yaml.
+DEFAULT_NUM_CTX_TIERS = [(r["min_vram_gib"], int(r["num_ctx"])) for r in table("ollama", "default_num_ctx")]
+AUTO_BATCH_TIERS = [(r["ctx_above"], int(r["batch"])) for r in table("ollama", "auto_batch")]
 
 
 def default_num_ctx(total_vram_gib: float, trained_ctx: int) -> int:
     """v0.15.5+: 262144 with >= 47 GiB of VRAM in total, 32768 with >= 23 GiB, else 4096; capped."""
-    if total_vram_gib >= 47:
-        tier = 262144
-    elif total_vram_gib >= 23:
-        tier = 32768
-    else:
-        tier = 4096
+    tier = next(
+        (ctx for vram, ctx in DEFAULT_NUM_CTX_TIERS if total_vram_gib >= vram), DEFAULT_NUM_CTX_TIERS[-1][1]
+    )
     return min(tier, trained_ctx)
 
 
 def auto_batch(num_ctx: int) -> int:
-    if num_ctx > 32768:
-        return 2048
-    if num_ctx > 4096:
-        return 1024
-    return 512
+    return next((batch for above, batch in AUTO_BATCH_TIERS if num_ctx > above), AUTO_BATCH_TIERS[-1][1])
 
 
 @dataclass

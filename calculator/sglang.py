@@ -9,20 +9,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.catalog import ModelSpec
+from calculator.constants import constant, table
 from calculator.kv import vllm_layout
 from calculator.plan import Outcome, Plan, Sourced, Term
 from calculator.units import GIB
 
-CUDA_CONTEXT_GIB = 0.5
+# Budget constants, each with its unit and source in data/engine_constants.yaml.
+CUDA_CONTEXT_GIB = constant("sglang", "cuda_context_gib")
 
 _TIERS = [  # (GPU memory below, GB) -> (chunked_prefill_size, decode cuda-graph max batch, with tp>=4)
-    (20, 2048, 8, 8),
-    (35, 4096, 48, 160),
-    (60, 4096, 32, 160),
-    (90, 8192, 256, 512),
-    (160, 8192, 256, 512),
-    (float("inf"), 16384, 512, 512),
+    (r["below_gb"], int(r["chunked_prefill_size"]), int(r["max_bs"]), int(r["max_bs_tp4"]))
+    for r in table("sglang", "tiers")
 ]
+RESERVED_BASE_MIB = constant("sglang", "reserved_base_mib")
+RESERVED_PER_CHUNK_TOKEN_MIB = constant("sglang", "reserved_per_chunk_token_mib")
+RESERVED_MIN_CHUNK = constant("sglang", "reserved_min_chunk")
+RESERVED_PER_8_RANKS_MIB = constant("sglang", "reserved_per_8_ranks_mib")
+RESERVED_PER_GRAPH_BS_MIB = constant("sglang", "reserved_per_graph_bs_mib")
+RESERVED_FLOOR_ABOVE_GB = constant("sglang", "reserved_floor_above_gb")
+RESERVED_FLOOR_MIB = constant("sglang", "reserved_floor_mib")
 
 
 def default_mem_fraction_static(gpu_mem_gib: float, tp: int = 1, pp: int = 1) -> float:
@@ -30,9 +35,12 @@ def default_mem_fraction_static(gpu_mem_gib: float, tp: int = 1, pp: int = 1) ->
     gb = gpu_mem_gib * GIB / 1e9
     chunk, max_bs, max_bs_tp4 = next((c, b, b4) for limit, c, b, b4 in _TIERS if gb < limit)
     bs = max_bs_tp4 if tp >= 4 else max_bs
-    reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + 2 * bs
-    if gb > 60:
-        reserved = max(reserved, 10 * 1024)
+    reserved = (
+        RESERVED_BASE_MIB + RESERVED_PER_CHUNK_TOKEN_MIB * max(chunk, RESERVED_MIN_CHUNK)
+        + tp * pp / 8 * RESERVED_PER_8_RANKS_MIB + RESERVED_PER_GRAPH_BS_MIB * bs
+    )  # fmt: skip
+    if gb > RESERVED_FLOOR_ABOVE_GB:
+        reserved = max(reserved, RESERVED_FLOOR_MIB)
     return round((gpu_mb - reserved) / gpu_mb, 3)
 
 
@@ -111,4 +119,5 @@ class SglangEstimate:
                        self.device_gib.value * b.mem_fraction_static, why)  # fmt: skip
 
 
-MIN_POOL_TOKENS = 1024  # below this a context_length fix is not worth printing
+# below this a context_length fix is not worth printing
+MIN_POOL_TOKENS = int(constant("sglang", "min_pool_tokens"))

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from calculator.catalog import GPU, ModelSpec
+from calculator.constants import constant, table
 from calculator.kv import VLLM_KV_BYTES, KVLayout, vllm_layout
 from calculator.plan import Outcome, Plan, Sourced, Term
 from calculator.units import GIB
@@ -23,13 +24,23 @@ from calculator.versions import (
     vllm_yarn_scales_max_len,
 )
 
-NON_TORCH_GIB_SINGLE = 0.25  # cuBLAS workspace, CUDA context growth (logs: 0.01-0.35 GiB, median ~0.25)
-NON_TORCH_GIB_PER_EXTRA_RANK = 0.25  # NCCL buffers and custom all-reduce once tp > 1
-# Activation peak per batched token, in units of intermediate_size x dtype bytes.  Fitted on two
-# V0 profiles (Llama-3.1-8B: 2.07/2.99 GiB at 20,000/29,000 tokens; Qwen2.5-1.5B: 2.02 GiB at
-# 32,768 tokens): both give 3.7 x intermediate x 2 B per token.
-ACTIVATION_FACTOR = 3.7
-SAMPLER_TEMPORARIES = 2  # logits in fp32 plus one softmax-sized temporary
+# Budget constants, each with its unit and source (or the logs it was fitted on) in
+# data/engine_constants.yaml; tests/calculator/test_engine_constants.py replays those logs.
+NON_TORCH_GIB_SINGLE = constant("vllm", "non_torch_gib_single")
+NON_TORCH_GIB_PER_EXTRA_RANK = constant("vllm", "non_torch_gib_per_extra_rank")
+ACTIVATION_FACTOR = constant("vllm", "activation_factor")  # x intermediate_size x dtype bytes per token
+SAMPLER_TEMPORARIES = constant("vllm", "sampler_temporaries")
+CUDAGRAPH_REFERENCE_GIB = constant("vllm", "cudagraph_reference_gib")
+CUDAGRAPH_REFERENCE_LAYERS = constant("vllm", "cudagraph_reference_layers")
+CUDAGRAPH_REFERENCE_HIDDEN = constant("vllm", "cudagraph_reference_hidden")
+CUDAGRAPH_SCALE_EXPONENT = constant("vllm", "cudagraph_scale_exponent")
+CUDAGRAPH_MIN_SCALE = constant("vllm", "cudagraph_min_scale")
+DEFAULT_BATCHING = table("vllm", "default_batching")
+V0_MAX_NUM_SEQS = int(constant("vllm", "v0_max_num_seqs"))
+V0_MIN_BATCHED_TOKENS = int(constant("vllm", "v0_min_batched_tokens"))
+BLOCK_SIZE = int(constant("vllm", "block_size"))
+MLA_BLOCK_SIZE = int(constant("vllm", "mla_block_size"))
+UNKNOWN_TOTAL_GIB = constant("vllm", "unknown_total_gib")  # batching tier when the card is unknown
 
 
 @dataclass
@@ -94,12 +105,11 @@ def derived_max_model_len(model: ModelSpec, version: str = CURRENT_VLLM) -> int:
 def default_batching(gpu_total_gib: float, gpu_id: str, v0: bool, max_model_len: int) -> tuple[int, int]:
     """(max_num_seqs, max_num_batched_tokens) for the OpenAI server by GPU class (V1)."""
     if v0:
-        return 256, max(max_model_len, 2048)
-    if gpu_total_gib >= 160:
-        return 1024, 16384
-    if gpu_total_gib >= 70 and "a100" not in gpu_id:
-        return 1024, 8192
-    return 256, 2048
+        return V0_MAX_NUM_SEQS, max(max_model_len, V0_MIN_BATCHED_TOKENS)
+    for row in DEFAULT_BATCHING:
+        if gpu_total_gib >= row["min_gib"] and (row["a100_included"] or "a100" not in gpu_id):
+            return int(row["max_num_seqs"]), int(row["max_num_batched_tokens"])
+    return int(DEFAULT_BATCHING[-1]["max_num_seqs"]), int(DEFAULT_BATCHING[-1]["max_num_batched_tokens"])
 
 
 def estimate_activation_gib(
@@ -115,10 +125,12 @@ def estimate_activation_gib(
 
 
 def estimate_cudagraph_gib(model: ModelSpec, tp: int, pp: int) -> float:
-    """Rough CUDA-graph pool size; 0.17 GiB was logged for a 28-layer 1.5B model."""
+    """Rough CUDA-graph pool size, scaled from one logged capture (see data/engine_constants.yaml)."""
     layers = model.num_hidden_layers / max(1, pp)
-    scale = (layers * model.hidden_size / max(1, tp)) / (28 * 1536)
-    return 0.17 * math.sqrt(max(scale, 0.05))
+    scale = (layers * model.hidden_size / max(1, tp)) / (
+        CUDAGRAPH_REFERENCE_LAYERS * CUDAGRAPH_REFERENCE_HIDDEN
+    )
+    return CUDAGRAPH_REFERENCE_GIB * max(scale, CUDAGRAPH_MIN_SCALE) ** CUDAGRAPH_SCALE_EXPONENT
 
 
 def vllm_budget(
@@ -144,7 +156,7 @@ def vllm_budget(
     terms = {t.name: t.gib for t in _terms}
     max_len = est.max_len(plan) or model.max_position_embeddings
     max_num_seqs, batched = est.batching(plan)
-    block = cfg.block_size or (64 if model.mla else 16)
+    block = cfg.block_size or (MLA_BLOCK_SIZE if model.mla else BLOCK_SIZE)
     layout: KVLayout = vllm_layout(model, cfg.kv_cache_dtype, tp=plan.tp, pp=plan.pp)
     notes = (
         ["--kv-cache-memory-bytes fixes the KV budget; gpu_memory_utilization is ignored"]
@@ -181,7 +193,7 @@ def kv_capacity(
     layout: KVLayout,
     kv_gib: float,
     max_model_len: int,
-    block_size: int = 16,
+    block_size: int = BLOCK_SIZE,
     max_num_batched_tokens: int = 2048,
     v0: bool = False,
     pp: int = 1,
@@ -290,7 +302,10 @@ class VllmEstimate:
 
     def batching(self, plan: Plan) -> tuple[int, int]:
         seqs_d, tokens_d = default_batching(
-            self.total() or 24.0, self.gpu_id, self.v0, self.max_len(plan) or 2048
+            self.total() or UNKNOWN_TOTAL_GIB,
+            self.gpu_id,
+            self.v0,
+            self.max_len(plan) or V0_MIN_BATCHED_TOKENS,
         )
         return plan.max_seqs or seqs_d, plan.batched_tokens or tokens_d
 
@@ -426,7 +441,7 @@ class VllmEstimate:
         if self.model is not None:
             _seqs, batched = self.batching(plan)
             lay = vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp)
-            block = 64 if self.model.mla else 16
+            block = MLA_BLOCK_SIZE if self.model.mla else BLOCK_SIZE
             _blocks, tokens, fit, conc = kv_capacity(lay, kv, want or 1, block, batched, self.v0, plan.pp)
             return fit, tokens, conc
         bpt = self.bytes_per_token(plan)
@@ -434,7 +449,7 @@ class VllmEstimate:
             if self.obs.fit_len is not None and plan.with_(max_len=self.plan0.max_len) == self.plan0:
                 return self.obs.fit_len.value, self.obs.fit_len.value, None
             return None, 0, None
-        tokens = int(max(0.0, kv) * GIB // bpt) // 16 * 16
+        tokens = int(max(0.0, kv) * GIB // bpt) // BLOCK_SIZE * BLOCK_SIZE
         return tokens, tokens, (tokens / want if want else None)
 
 

@@ -1,0 +1,96 @@
+"""The engine budget constants of ``data/engine_constants.yaml``, validated once at import.
+
+Every number the engine budgets use (beyond units and what a paste prints) is an entry there with its
+unit, kind (exact / fitted / estimate) and source; the budget modules read them at import through
+:func:`constant` and :func:`table`, so no budget number lives in the code.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from knowledge.cache import cached, content_key
+
+DATA_FILE = Path(__file__).resolve().parent / "data" / "engine_constants.yaml"
+
+Scalar = int | float
+Row = dict[str, int | float | bool]
+
+
+class EngineConstant(BaseModel):
+    """One constant: a value (or a table of rows), what it is measured in and where it comes from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: Scalar | None = None
+    table: tuple[Row, ...] | None = None
+    unit: str = Field(min_length=1)
+    kind: Literal["exact", "fitted", "estimate"]
+    source: str = Field(min_length=10)
+    fitted_on: tuple[str, ...] = ()
+    tolerance: str | None = None
+
+    @model_validator(mode="after")
+    def _one_value_and_its_evidence(self) -> EngineConstant:
+        if (self.value is None) == (self.table is None):
+            raise ValueError("give exactly one of value and table")
+        if self.table is not None and (not self.table or len({tuple(r) for r in self.table}) != 1):
+            raise ValueError("a table needs rows, all with the same keys")
+        if self.kind == "fitted" and not (self.fitted_on and self.tolerance):
+            raise ValueError("a fitted constant names the logs it was fitted on and the tolerance")
+        if self.kind != "fitted" and (self.fitted_on or self.tolerance):
+            raise ValueError("only a fitted constant has fitted_on and tolerance")
+        return self
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vllm: dict[str, EngineConstant]
+    llamacpp: dict[str, EngineConstant]
+    sglang: dict[str, EngineConstant]
+    ollama: dict[str, EngineConstant]
+
+
+def _build(files: list[tuple[str, bytes]]) -> _File:
+    import yaml  # only on a cache miss
+
+    data = yaml.load(files[0][1], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return _File.model_validate(data)
+
+
+@cache
+def engine_constants() -> dict[str, dict[str, EngineConstant]]:
+    """engine -> name -> constant, as validated from the data file."""
+    files = [(DATA_FILE.name, DATA_FILE.read_bytes())]
+    parsed = cached(
+        content_key("engine-constants", files, (Path(__file__).resolve(),)), lambda: _build(files), _File
+    )
+    return {engine: dict(getattr(parsed, engine)) for engine in _File.model_fields}
+
+
+def entry(engine: str, name: str) -> EngineConstant:
+    try:
+        return engine_constants()[engine][name]
+    except KeyError:
+        raise KeyError(f"no engine constant {engine}.{name} in {DATA_FILE.name}") from None
+
+
+def constant(engine: str, name: str) -> Scalar:
+    """A scalar constant's value (int or float as written)."""
+    found = entry(engine, name)
+    if found.value is None:
+        raise TypeError(f"{engine}.{name} is a table; read it with table()")
+    return found.value
+
+
+def table(engine: str, name: str) -> tuple[Row, ...]:
+    """A table constant's rows, in file order."""
+    found = entry(engine, name)
+    if found.table is None:
+        raise TypeError(f"{engine}.{name} is a scalar; read it with constant()")
+    return found.table
