@@ -11,7 +11,8 @@ rendered the way each platform posts it:
   counts it (``block_text_size``), characters.
 
 Per platform it reports the median, p90 and max, how many are over 2,500 characters, and how many first
-messages print one command twice (a code block, or an inline code span with a space in it).  Pastes the bot gives no reply to are not counted.
+messages print one command twice (a code block, or an inline code span with a space in it), and how many
+carry no command at all.  Pastes the bot gives no reply to are not counted.
 
 Run: .venv/bin/python bench/reply_size.py [--worst N] [--json]
 """
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.discord.render import render as discord_render  # noqa: E402
 from adapters.slack.render import block_text_size, render_reply  # noqa: E402
+from bench._machine import percentile  # noqa: E402
 from bot.core import GardenBot, Paste  # noqa: E402
 from bot.formatter import to_markdown  # noqa: E402
 from bot.reply import Reply  # noqa: E402
@@ -101,24 +103,29 @@ class Summary:
     sizes: list[int] = field(default_factory=list)
     over: list[Message] = field(default_factory=list)
     repeats: list[Message] = field(default_factory=list)
+    bare: int = 0  # first messages with no command at all
 
     def stats(self) -> dict:
         s = sorted(self.sizes)
-        p90 = s[min(len(s) - 1, max(0, round(0.9 * len(s)) - 1))] if s else 0
         return {
             "platform": self.platform,
             "replies": len(s),
             "median": statistics.median(s) if s else 0,
-            "p90": p90,
+            "p90": int(percentile(s, 90)) if s else 0,
             "max": max(s, default=0),
             "over_2500": len(self.over),
             "repeated_command": len(self.repeats),
+            "without_a_command": self.bare,
         }
 
 
-def records() -> list[dict]:
-    files = [DATA / "dev.jsonl", *sorted(DATA.glob("wild_*.jsonl"))]
-    return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
+def files() -> list[Path]:
+    return [DATA / "dev.jsonl", *sorted(DATA.glob("wild_*.jsonl"))]
+
+
+def records(paths: list[Path] | None = None) -> list[dict]:
+    paths = files() if paths is None else paths
+    return [json.loads(line) for f in paths for line in f.read_text().splitlines() if line.strip()]
 
 
 def discord_text(reply: Reply) -> tuple[str, int]:
@@ -154,11 +161,11 @@ def first_messages(record_id: str, reply: Reply) -> list[Message]:
     ]
 
 
-def measure() -> tuple[dict[str, Summary], list[Message]]:
+def measure(paths: list[Path] | None = None) -> tuple[dict[str, Summary], list[Message]]:
     bot = GardenBot()
     summaries = {p: Summary(p) for p in PLATFORMS}
     messages: list[Message] = []
-    for rec in records():
+    for rec in records(paths):
         reply = bot.triage(Paste(rec["text"], False, []))
         if reply is None:
             continue
@@ -170,19 +177,20 @@ def measure() -> tuple[dict[str, Summary], list[Message]]:
                 s.over.append(msg)
             if msg.repeated():
                 s.repeats.append(msg)
+            s.bare += not msg.commands()
     return summaries, messages
 
 
 def table(summaries: dict[str, Summary]) -> str:
     rows = [
-        "| platform | replies | median | p90 | max | over 2,500 | a command twice |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| platform | replies | median | p90 | max | over 2,500 | a command twice | no command |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries.values():
         st = s.stats()
         rows.append(
             f"| {st['platform']} | {st['replies']} | {st['median']:,.0f} | {st['p90']:,} | {st['max']:,} "
-            f"| {st['over_2500']} | {st['repeated_command']} |"
+            f"| {st['over_2500']} | {st['repeated_command']} | {st['without_a_command']} |"
         )
     return "\n".join(rows)
 
@@ -196,7 +204,9 @@ def main() -> None:
     if args.json:
         print(json.dumps([s.stats() for s in summaries.values()], indent=2))
         return
-    print(table(summaries))
+    print(f"all {len(files())} files:\n{table(summaries)}")
+    for path in files():
+        print(f"\n{path.name}:\n{table(measure([path])[0])}")
     worst = sorted(messages, key=lambda m: -m.size)[: args.worst]
     if worst:
         print("\nlongest first messages:")
