@@ -47,6 +47,7 @@ SPARE: tuple[RGB, ...] = (
     (156, 39, 176),
 )
 MARKER: RGB = (0, 0, 0)
+CARD_END: RGB = (198, 40, 40)  # where the card ends, when the segments ask for more than it has
 WIDTH, BAR_H, PAD, ROW = 720, 56, 20, 22
 GAP_MIN_GIB = 0.05  # below this a blank end of the bar is rounding, not a missing term
 TICK = 8  # how far the target marker reaches above and below the bar
@@ -122,6 +123,8 @@ def memory_png(picture: MemoryPicture) -> bytes:
     _bar(draw, picture, geo, colours, small)
     if target:
         _target(draw, target, picture.total_gib, geo, small)
+    if 0 < picture.total_gib < geo.scale - 0.005:
+        _card_end(draw, picture.total_gib, geo, small)
     _legend(draw, picture, colours, LEGEND_TOP, font)
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=True)
@@ -162,6 +165,15 @@ def _target(draw, target: float, total: float, geo: Layout, font) -> None:
     width = draw.textlength(text, font=font)
     left = min(max(geo.left, x - width / 2), geo.left + geo.inner - width)
     draw.text((left, geo.top - TICK - 16), text, fill="black", font=font)
+
+
+def _card_end(draw, total: float, geo: Layout, font) -> None:
+    x = round(geo.x(total))
+    bottom = geo.top + BAR_H
+    draw.line([(x, geo.top), (x, bottom + TICK)], fill=CARD_END, width=3)
+    text = f"the card ends here: {total:.2f} GiB; {geo.scale - total:.2f} GiB over"
+    left = max(geo.left, x - draw.textlength(text, font=font) - 4)
+    draw.text((left, bottom + 3), text, fill=CARD_END, font=font)
 
 
 def _legend(draw, picture: MemoryPicture, colours: dict[str, RGB], y: int, font) -> None:

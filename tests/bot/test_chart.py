@@ -11,6 +11,7 @@ from PIL import Image
 from bot.chart import (
     BAR_H,
     BAR_TOP,
+    CARD_END,
     COLOURS,
     LEGEND_TOP,
     MARKER,
@@ -151,3 +152,14 @@ def test_text_bar_without_a_target_has_no_marker():
 def test_text_bar_of_a_real_vllm_budget():
     lines = memory_bar(VLLM_10517).splitlines()
     assert lines[1].index("|") == 1 + int(0.90 * 48)  # the cell 0.90 x total falls in, after "["
+
+
+def test_a_breakdown_over_the_card_shows_where_the_card_ends():
+    pic = MemoryPicture(
+        23.58, [MemorySegment("weights", 26.0, "catalog"), MemorySegment("kv cache", 2.0, "computed")]
+    )
+    img = _image(pic)
+    x = round(layout(pic).x(23.58))
+    assert img.getpixel((x, BAR_TOP + 4)) == CARD_END
+    fits = _image(MemoryPicture(30.0, pic.segments))
+    assert CARD_END not in {fits.getpixel((x, BAR_TOP + 4)), fits.getpixel((x, BAR_TOP + BAR_H + 4))}
