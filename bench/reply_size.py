@@ -12,7 +12,8 @@ rendered the way each platform posts it:
 
 Per platform it reports the median, p90 and max, how many are over 2,500 characters, and how many first
 messages print one command twice (a code block, or an inline code span with a space in it), and how many
-carry no command at all.  Pastes the bot gives no reply to are not counted.
+carry no command at all.  For comparison it also sizes the whole reply (``to_markdown(reply, full=True)``,
+what ``--full`` prints), which no platform posts first.  Pastes the bot gives no reply to are not counted.
 
 Run: .venv/bin/python bench/reply_size.py [--worst N] [--json]
 """
@@ -41,6 +42,7 @@ from bot.reply import Reply  # noqa: E402
 DATA = ROOT / "tests" / "data"
 LIMIT = 2500  # issue 17: no first message over 2,500 characters
 PLATFORMS = ("terminal", "discord", "slack")
+FULL = "terminal --full"  # the whole reply (Details, --full), for comparison: not a first message
 # an inline code span with a space in it: a command on one line ("on llama.cpp: `-c 16384 ...`")
 _SPAN = re2.compile(r"`([^`\n]* [^`\n]*)`")
 
@@ -163,13 +165,14 @@ def first_messages(record_id: str, reply: Reply) -> list[Message]:
 
 def measure(paths: list[Path] | None = None) -> tuple[dict[str, Summary], list[Message]]:
     bot = GardenBot()
-    summaries = {p: Summary(p) for p in PLATFORMS}
+    summaries = {p: Summary(p) for p in (*PLATFORMS, FULL)}
     messages: list[Message] = []
     for rec in records(paths):
         reply = bot.triage(Paste(rec["text"], False, []))
         if reply is None:
             continue
-        for msg in first_messages(rec["id"], reply):
+        full = to_markdown(reply, full=True)
+        for msg in [*first_messages(rec["id"], reply), Message(rec["id"], FULL, full, len(full))]:
             messages.append(msg)
             s = summaries[msg.platform]
             s.sizes.append(msg.size)
@@ -207,7 +210,7 @@ def main() -> None:
     print(f"all {len(files())} files:\n{table(summaries)}")
     for path in files():
         print(f"\n{path.name}:\n{table(measure([path])[0])}")
-    worst = sorted(messages, key=lambda m: -m.size)[: args.worst]
+    worst = sorted((m for m in messages if m.platform in PLATFORMS), key=lambda m: -m.size)[: args.worst]
     if worst:
         print("\nlongest first messages:")
         for m in worst:
