@@ -5,6 +5,8 @@ The bar is plain text meant for a monospace block, so it reads the same on every
 
 from __future__ import annotations
 
+import math
+
 from bot.reply import Fix, MemoryPicture, Reply
 
 BAR_WIDTH = 48
@@ -14,12 +16,13 @@ _SYMBOLS = {
     "activations+other": "A",
     "non-torch": "N",
     "non torch": "N",
-    "reserved free": ".",
+    "reserved free": "-",
     "activations and graphs": "A",
     "cuda graphs": "G",
     "other": "o",
     "kv cache": "K",
-    "not used (1-util)": ".",
+    "not used (1-util)": "-",
+    "held by others": "H",
     "free": ".",
     "compute buffers": "C",
     "cuda context": "X",
@@ -45,7 +48,8 @@ ENGINE_LABEL = {
 
 
 def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
-    """``[WWWWWWWWAAGKKK.....]`` plus a legend line per segment, scaled to the GPU's total."""
+    """``[WWWWWWWWAAGKKK|....]`` plus a legend line per segment, scaled to the GPU's total; ``|`` marks
+    the engine's target (utilization x total) in the cell it falls in, when the picture has one."""
     total = max(picture.total_gib, sum(max(0.0, s.gib) for s in picture.segments), 1e-9)
     cells: list[str] = []
     used = 0
@@ -59,13 +63,22 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
         n = min(n, width - used)
         cells.append(symbol * n)
         used += n
-    bar = "[" + "".join(cells).ljust(width, " ") + "]"
+    bar = "".join(cells).ljust(width, " ")
+    target = picture.target_gib
+    if target is not None and not math.isfinite(target):
+        target = None
+    if target is not None and target > 0:  # the engine's target (utilization x total) at its cell
+        at = min(width - 1, int(target / total * width))
+        bar = bar[:at] + "|" + bar[at + 1 :]
+    bar = f"[{bar}]"
     legend = []
     for seg in picture.segments:
         symbol = _SYMBOLS.get(seg.label, seg.label[:1].upper() or "?")
         legend.append(
             f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
         )
+    if target is not None and target > 0:
+        legend.append(f"  | {'target (util x total)':<26} {target:7.2f} GiB")
     header = f"{picture.title}: {picture.total_gib:.2f} GiB"
     return "\n".join([header, bar, *legend])
 

@@ -45,6 +45,7 @@ class MemoryPicture:
     total_gib: float
     segments: list[MemorySegment]
     title: str = "GPU memory"
+    target_gib: float | None = None  # what the engine asks for (utilization x total), when it has one
 
 
 @dataclass
