@@ -480,9 +480,8 @@ class Result:
 
 def run(bot: GardenBot | None = None) -> Result:
     bot = bot or GardenBot()
-    memory_ids = {
-        s.signature.id for s in load_builtin().signatures if s.signature.category in MEMORY_CATEGORIES
-    }
+    category = {s.signature.id: s.signature.category for s in load_builtin().signatures}
+    memory_ids = {sid for sid, cat in category.items() if cat in MEMORY_CATEGORIES}
     with_fix: set[str] = set()
     rows = []
     for name, records in corpora().items():
