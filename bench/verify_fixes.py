@@ -341,10 +341,10 @@ def _kv_capacity(cmd: Command, facts: PasteFacts, util: float | None) -> tuple[i
 
 def _kv_check(cmd: Command, facts: PasteFacts, verdict: Verdict) -> bool:
     problems = verdict.problems
-    ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], problems)
-    if ctx == "auto":
-        return True
-    util = _util_flag(cmd, "vllm", problems)
+    ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], [])  # a bad value is reported once, by _value_checks
+    if ctx == "auto" or (ctx is None and cmd.flag(*CONTEXT_FLAGS["vllm"]) is not None):
+        return True  # vLLM picks what fits / an impossible value, reported by _value_checks
+    util = _util_flag(cmd, "vllm", [])
     capacity, why = _kv_capacity(cmd, facts, util)
     if capacity is None:
         verdict.unverified = why
@@ -357,7 +357,9 @@ def _kv_check(cmd: Command, facts: PasteFacts, verdict: Verdict) -> bool:
 
 def _util_check(cmd: Command, facts: PasteFacts, problems: list[str]) -> bool:
     assert facts.free_gib is not None and facts.total_gib is not None
-    util = _util_flag(cmd, "vllm", problems)
+    util = _util_flag(cmd, "vllm", [])
+    if util is None and cmd.flag(*UTIL_FLAGS["vllm"]) is not None:
+        return True  # an impossible value, reported by _value_checks
     if util is None:
         util = facts.util
     if util is not None and util * facts.total_gib > facts.free_gib:
@@ -369,7 +371,7 @@ def _tp_check(cmd: Command, engine: str, facts: PasteFacts, problems: list[str])
     """vLLM's rules: heads % tp (vllm/config.py verify_with_parallel_config); KV heads split or replicated
     evenly and the MLP width split evenly (vllm/model_executor/layers/linear.py QKVParallelLinear,
     MergedColumnParallelLinear: ``divide`` asserts)."""
-    tp = _int_flag(cmd, TP_FLAGS[engine], problems)
+    tp = _int_flag(cmd, TP_FLAGS[engine], [])
     if not isinstance(tp, int):
         return False
     heads = facts.heads or (facts.model.num_attention_heads if facts.model else None)
@@ -394,7 +396,7 @@ def _tp_check(cmd: Command, engine: str, facts: PasteFacts, problems: list[str])
 def _constraint_check(cmd: Command, facts: PasteFacts, problems: list[str]) -> bool:
     done = False
     if facts.derived_max is not None:
-        ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], problems)
+        ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], [])
         allowed = any(e.startswith("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1") for e in cmd.env)
         asked = ctx if isinstance(ctx, int) else facts.asked
         if not allowed and asked is not None and asked > facts.derived_max:
@@ -402,7 +404,7 @@ def _constraint_check(cmd: Command, facts: PasteFacts, problems: list[str]) -> b
         done = True
     if facts.batched_min is not None:
         batched = _int_flag(cmd, ("--max-num-batched-tokens",), problems)
-        ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], problems)
+        ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], [])
         need = ctx if isinstance(ctx, int) else facts.batched_min
         if isinstance(batched, int) and batched < need and cmd.flag("--enable-chunked-prefill") is None:
             problems.append(f"--max-num-batched-tokens {batched} is still below max_model_len {need}")
@@ -424,7 +426,7 @@ def check_fix(fix: Fix, paste: str, facts: PasteFacts, user: Command | None) -> 
         return verdict
     cmd = _structure(fix, user, verdict.problems)
     verdict.checked = True
-    if cmd is None:
+    if cmd is None or cmd.engine != fix.engine:
         return verdict
     _value_checks(cmd, fix.engine, verdict.problems)
     _features(cmd, fix.engine, facts.version, verdict.problems)
@@ -500,7 +502,7 @@ def _one(bot: GardenBot, rec: Record, row: Row, with_fix: set[str]) -> None:
         return
     row.replies += 1
     row.fixes += len(reply.fixes)
-    if rec.signature and reply.fixes and reply.signature == rec.signature:
+    if rec.signature and reply.fixes:
         with_fix.add(rec.signature)
     facts = read_facts(rec.text)
     user = find_command(rec.text)
