@@ -38,7 +38,7 @@ from bot.core import GardenBot, Paste  # noqa: E402
 from bot.reply import Fix  # noqa: E402
 from bot.shell import Command, find_command  # noqa: E402
 from calculator.catalog import ModelSpec, models  # noqa: E402
-from knowledge.features import parse_version, supports  # noqa: E402
+from knowledge.features import fork_of, parse_version, supports  # noqa: E402
 from knowledge.loader import load_builtin  # noqa: E402
 from knowledge.schema import MEMORY_CATEGORIES  # noqa: E402
 
@@ -97,12 +97,22 @@ HEADS = re2.compile(
     r"Total number of attention heads \(([0-9]+)\) must be divisible by tensor\s+parallel size \(([0-9]+)\)"
 )
 DERIVED = re2.compile(
-    r"User-specified max_model_len \(([0-9]+)\) is greater than the derived max_model_len \(max_position_embeddings=([0-9]+)"
+    r"User-specified (?:max_model_len|context_length) \(([0-9]+)\) is greater than the derived "
+    r"(?:context_length \(|max_model_len \(max_position_embeddings=)([0-9]+)"
 )
 BATCHED = re2.compile(r"max_num_batched_tokens \(([0-9]+)\) is smaller than max_model_len \(([0-9]+)\)")
 VERSION = re2.compile(
     r"(?i)(?:vLLM API server version|vllm version|vLLM version|LLM engine \(v)\s*v?([0-9]+\.[0-9]+(?:\.[0-9]+)?)"
 )
+# llama.cpp wordings (src/llama-context.cpp, tools/server/server.cpp; shared reference llamacpp_ollama.md)
+LLAMA_BUILD = re2.compile(r"\bbuild: ([0-9]+) \(")
+TRAIN_CTX = re2.compile(
+    r"n_ctx_(?:seq|per_seq) \(([0-9]+)\) > n_ctx_train \(([0-9]+)\)"
+    r"|slot context \(([0-9]+)\) exceeds the training context of the model \(([0-9]+)\)"
+)
+UBATCH = re2.compile(r"input \(([0-9]+) tokens\) is too large to process\. increase the physical batch size")
+# llama.cpp's default logical batch (-b): 2048 (common/common.h n_batch)
+LLAMA_DEFAULT_BATCH = 2048
 KV_FP8 = re2.compile(r"kv_cache_dtype=fp8|--kv-cache-dtype[ =]fp8")
 UTIL_IN_LOG = re2.compile(r"gpu_memory_utilization=([0-9]+(?:\.[0-9]+)?)")
 
@@ -153,7 +163,10 @@ class PasteFacts:
     heads: int | None = None
     derived_max: int | None = None
     batched_min: int | None = None
-    version: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)  # engine -> the version the paste prints
+    fork: str | None = None  # llama.cpp fork (knowledge/features.yaml forks)
+    train_ctx: int | None = None  # llama.cpp: the model's training context
+    ubatch_min: int | None = None  # llama.cpp: the input that did not fit the physical batch
     model: ModelSpec | None = None
     model_note: str = ""  # how the catalogued model was matched
     kv_fp8: bool = False  # the failing run already stored the KV cache in fp8
@@ -177,6 +190,8 @@ def _kv_facts(text: str, facts: PasteFacts) -> None:
 def read_facts(text: str) -> PasteFacts:
     facts = PasteFacts()
     _kv_facts(text, facts)
+    if facts.capacity is None:  # a terminal that wrapped the error mid-word ("KV cach\ne is needed")
+        _kv_facts(text.replace("\n", ""), facts)
     if m := FREE.search(text):
         facts.free_gib, facts.total_gib, facts.util = _f(m.group(1)), _f(m.group(2)), _f(m.group(3))
     if m := HEADS.search(text):
@@ -189,9 +204,20 @@ def read_facts(text: str) -> PasteFacts:
         facts.util = _f(m.group(1))
     facts.kv_fp8 = KV_FP8.search(text) is not None
     if m := VERSION.search(text):
-        facts.version = m.group(1)
+        facts.versions["vllm"] = m.group(1)
+    if m := LLAMA_BUILD.search(text):
+        facts.versions["llama.cpp"] = "b" + m.group(1)
+    facts.fork = fork_of("llama.cpp", text)
+    _llamacpp_facts(text, facts)
     _catalog_model(text, facts)
     return facts
+
+
+def _llamacpp_facts(text: str, facts: PasteFacts) -> None:
+    if m := TRAIN_CTX.search(text):
+        facts.train_ctx = int(m.group(2) or m.group(4))
+    if m := UBATCH.search(text):
+        facts.ubatch_min = int(m.group(1))
 
 
 @cache
@@ -269,14 +295,25 @@ def _util_flag(cmd: Command, engine: str, problems: list[str]) -> float | None:
     return util
 
 
-def _features(cmd: Command, engine: str, version: str | None, problems: list[str]) -> None:
+def _needed_features(cmd: Command, engine: str) -> list[tuple[str, str]]:
+    present = {tok.split("=", 1)[0] for tok in cmd.argv} | {e.split("=", 1)[0] for e in cmd.env}
+    needed = [(flag, fid) for flag, fid in FLAG_FEATURES.get(engine, {}).items() if flag in present]
+    if engine == "llama.cpp" and (cmd.flag("-fa", "--flash-attn") or "") in ("on", "off", "auto"):
+        needed.append(("-fa " + str(cmd.flag("-fa", "--flash-attn")), "llamacpp.fa_value"))
+    return needed
+
+
+def _features(cmd: Command, engine: str, facts: PasteFacts, problems: list[str]) -> None:
+    version = facts.versions.get(engine)
     parsed = parse_version(version) if version else None
+    fork = facts.fork if engine == "llama.cpp" else None
+    for flag, feature_id in _needed_features(cmd, engine):
+        if fork is not None and supports(parsed or (999999, 0, 0), feature_id, fork) is False:
+            problems.append(f"{flag} is not in {fork} ({feature_id})")
+        elif parsed is not None and supports(parsed, feature_id) is False:
+            problems.append(f"{flag} is not in {engine} {version} ({feature_id})")
     if parsed is None:
         return
-    present = {tok.split("=", 1)[0] for tok in cmd.argv} | {e.split("=", 1)[0] for e in cmd.env}
-    for flag, feature_id in FLAG_FEATURES.get(engine, {}).items():
-        if flag in present and supports(parsed, feature_id) is False:
-            problems.append(f"{flag} is not in {engine} {version} ({feature_id})")
     if (
         engine == "vllm"
         and cmd.flag("--max-model-len") == "auto"
@@ -393,15 +430,50 @@ def _tp_check(cmd: Command, engine: str, facts: PasteFacts, problems: list[str])
     return True
 
 
-def _constraint_check(cmd: Command, facts: PasteFacts, problems: list[str]) -> bool:
+# the environment variable that lets each engine go past the derived context (vllm/envs.py;
+# sglang/srt/configs/model_config.py)
+ALLOW_LONGER = {
+    "vllm": "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+    "sglang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+}
+
+
+def _derived_check(cmd: Command, engine: str, facts: PasteFacts, problems: list[str]) -> bool:
+    if facts.derived_max is None:
+        return False
+    ctx = _int_flag(cmd, CONTEXT_FLAGS[engine], [])
+    allowed = any(e.startswith(ALLOW_LONGER[engine]) for e in cmd.env)
+    asked = ctx if isinstance(ctx, int) else facts.asked
+    if not allowed and asked is not None and asked > facts.derived_max:
+        problems.append(f"asks {asked} tokens, over the derived maximum {facts.derived_max}")
+    return True
+
+
+def _llamacpp_constraints(cmd: Command, facts: PasteFacts, problems: list[str]) -> bool:
+    """-c split over -np slots stays within the training context; -ub (capped by -b) holds the input."""
     done = False
-    if facts.derived_max is not None:
-        ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], [])
-        allowed = any(e.startswith("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1") for e in cmd.env)
-        asked = ctx if isinstance(ctx, int) else facts.asked
-        if not allowed and asked is not None and asked > facts.derived_max:
-            problems.append(f"asks {asked} tokens, over the derived maximum {facts.derived_max}")
+    if facts.train_ctx is not None:
+        ctx = _int_flag(cmd, CONTEXT_FLAGS["llama.cpp"], [])
+        slots = _int_flag(cmd, ("-np", "--parallel"), [])
+        if isinstance(ctx, int) and ctx / (slots if isinstance(slots, int) else 1) > facts.train_ctx:
+            problems.append(f"-c {ctx} per slot is over the training context {facts.train_ctx}")
         done = True
+    if facts.ubatch_min is not None:
+        ubatch = _int_flag(cmd, ("-ub", "--ubatch-size"), problems)
+        batch = _int_flag(cmd, ("-b", "--batch-size"), problems)
+        physical = min(
+            ubatch if isinstance(ubatch, int) else 0, batch if isinstance(batch, int) else LLAMA_DEFAULT_BATCH
+        )
+        if physical < facts.ubatch_min:
+            problems.append(
+                f"physical batch {physical} (min of -ub and -b) < the input's {facts.ubatch_min} tokens"
+            )
+        done = True
+    return done
+
+
+def _constraint_check(cmd: Command, facts: PasteFacts, problems: list[str]) -> bool:
+    done = _derived_check(cmd, "vllm", facts, problems)
     if facts.batched_min is not None:
         batched = _int_flag(cmd, ("--max-num-batched-tokens",), problems)
         ctx = _int_flag(cmd, CONTEXT_FLAGS["vllm"], [])
@@ -429,9 +501,13 @@ def check_fix(fix: Fix, paste: str, facts: PasteFacts, user: Command | None) -> 
     if cmd is None or cmd.engine != fix.engine:
         return verdict
     _value_checks(cmd, fix.engine, verdict.problems)
-    _features(cmd, fix.engine, facts.version, verdict.problems)
+    _features(cmd, fix.engine, facts, verdict.problems)
     if fix.engine == "vllm":
         verdict.budget = _vllm_budget(cmd, facts, verdict)
+    elif fix.engine == "llama.cpp":
+        verdict.budget = _llamacpp_constraints(cmd, facts, verdict.problems)
+    else:
+        verdict.budget = _derived_check(cmd, "sglang", facts, verdict.problems)
     return verdict
 
 

@@ -90,6 +90,19 @@ def test_read_facts_v0_profile() -> None:
     )
 
 
+def test_v1_wrapped_and_cut_reads_the_bytes() -> None:
+    paste = (
+        "ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach\n"
+        "e is needed, which is larger than the available KV cache memory (4.25 GiB). Based on the avai"
+    )
+    # no estimate printed: 100000 x (4.25 - 0.005) / (4.26 + 0.005) tokens
+    assert read_facts(paste).capacity == 99531
+    assert _problems(paste, "vllm serve m --max-model-len 99531") == []
+    assert _problems(paste, "vllm serve m --max-model-len 99532") == [
+        "asks 99532 tokens; the KV cache holds about 99531 after the command's flags"
+    ]
+
+
 def test_v0_context_must_fit_the_blocks() -> None:
     assert _problems(V0, "vllm serve m --max-model-len 23648") == []
     assert _problems(V0, "vllm serve m --max-model-len 23664") == [
@@ -167,6 +180,38 @@ def test_prose_other_engine_and_model_path() -> None:
     assert _problems(paste, "llama-server -m /models/qwen -c 20000") == [
         "a llama.cpp command line in a vllm fix"
     ]
+
+
+def test_llamacpp_training_context_and_physical_batch() -> None:
+    over = "llama_context: n_ctx_seq (262144) > n_ctx_train (131072) -- possible training context overflow"
+    assert _problems(over, "llama-server -m x.gguf -c 131072", "llama.cpp") == []
+    assert _problems(over, "llama-server -m x.gguf -c 262144 -np 2", "llama.cpp") == []
+    assert _problems(over, "llama-server -m x.gguf -c 262144", "llama.cpp") == [
+        "-c 262144 per slot is over the training context 131072"
+    ]
+    batch = "error: input (11257 tokens) is too large to process. increase the physical batch size (current batch size: 8192)"
+    assert _problems(batch, "llama-server -m x.gguf -ub 11257 -b 11257", "llama.cpp") == []
+    assert _problems(batch, "llama-server -m x.gguf -ub 11257", "llama.cpp") == [
+        "physical batch 2048 (min of -ub and -b) < the input's 11257 tokens"
+    ]
+
+
+def test_fa_value_needs_its_build_and_not_ik_llama() -> None:
+    err = "llama_init_from_model: V cache quantization requires flash_attn"
+    assert _problems("build: 6325 (abc)\n" + err, "llama-server -m x.gguf -fa on", "llama.cpp") == []
+    assert _problems("build: 6000 (abc)\n" + err, "llama-server -m x.gguf -fa on", "llama.cpp") == [
+        "-fa on is not in llama.cpp b6000 (llamacpp.fa_value)"
+    ]
+    assert _problems("ik_llama.cpp\n" + err, "llama-server -m x.gguf -fa on", "llama.cpp") == [
+        "-fa on is not in ik_llama.cpp (llamacpp.fa_value)"
+    ]
+
+
+def test_sglang_context_within_the_derived_length() -> None:
+    err = "ValueError: User-specified context_length (131072) is greater than the derived context_length (32768)."
+    cmd = "python -m sglang.launch_server --model-path m --context-length "
+    assert _problems(err, cmd + "32768", "sglang") == []
+    assert _problems(err, cmd + "65536", "sglang") == ["asks 65536 tokens, over the derived maximum 32768"]
 
 
 def test_no_flag_the_printed_version_lacks() -> None:
