@@ -554,6 +554,7 @@ class Result:
     rows: list[Row]
     fixless_signatures: list[str]  # memory signatures (not reports) whose examples get no fix
     fixless_reports: list[str]  # memory_report signatures (a run's log, not an error) likewise
+    diagnostics_only: list[str]  # memory errors whose examples get only a diagnostic, no engine command
 
 
 def run(bot: GardenBot | None = None) -> Result:
@@ -561,25 +562,30 @@ def run(bot: GardenBot | None = None) -> Result:
     category = {s.signature.id: s.signature.category for s in load_builtin().signatures}
     memory_ids = {sid for sid, cat in category.items() if cat in MEMORY_CATEGORIES}
     with_fix: set[str] = set()
+    with_command: set[str] = set()  # an engine command, not only a diagnostic (nvidia-smi, free -h)
     rows = []
     for name, records in corpora().items():
         row = Row(name)
         for rec in records:
-            _one(bot, rec, row, with_fix)
+            _one(bot, rec, row, (with_fix, with_command))
         rows.append(row)
     fixless = sorted(memory_ids - with_fix)
     reports = [sid for sid in fixless if category[sid] == "memory_report"]
-    return Result(rows, [sid for sid in fixless if sid not in reports], reports)
+    errors = [sid for sid in fixless if sid not in reports]
+    no_command = sorted(sid for sid in memory_ids - with_command if category[sid] != "memory_report")
+    return Result(rows, errors, reports, [sid for sid in no_command if sid not in errors])
 
 
-def _one(bot: GardenBot, rec: Record, row: Row, with_fix: set[str]) -> None:
+def _one(bot: GardenBot, rec: Record, row: Row, seen: tuple[set[str], set[str]]) -> None:
     reply = bot.triage(Paste(rec.text, False, []))
     if reply is None or reply.kind != "diagnosis":
         return
     row.replies += 1
     row.fixes += len(reply.fixes)
     if rec.signature and reply.fixes:
-        with_fix.add(rec.signature)
+        seen[0].add(rec.signature)
+    if rec.signature and any(f.engine not in ("any", None) for f in reply.fixes):
+        seen[1].add(rec.signature)
     facts = read_facts(rec.text)
     user = find_command(rec.text)
     for fix in reply.fixes:
@@ -610,6 +616,11 @@ def table(result: Result) -> str:
     errors, reports = result.fixless_signatures, result.fixless_reports
     lines.append(f"\nMemory signatures whose examples produce no fix: {len(errors)} errors")
     lines.append(", ".join(errors) or "none")
+    only = result.diagnostics_only
+    lines.append(
+        f"\nMemory errors whose examples get only a diagnostic command, no engine command: {len(only)}"
+    )
+    lines.append(", ".join(only) or "none")
     lines.append(
         f"\nand {len(reports)} memory reports (logs of a run, not an error): "
         + (", ".join(reports) or "none")
@@ -629,6 +640,7 @@ def main() -> int:
                     "rows": [r.__dict__ for r in result.rows],
                     "fixless": result.fixless_signatures,
                     "fixless_reports": result.fixless_reports,
+                    "diagnostics_only": result.diagnostics_only,
                 },
                 indent=1,
             )
