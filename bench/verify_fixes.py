@@ -404,10 +404,24 @@ def _util_check(cmd: Command, facts: PasteFacts, problems: list[str]) -> bool:
     return True
 
 
+def _tp_problems(spec: ModelSpec, tp: int) -> list[str]:
+    """vLLM's split of one model over ``tp`` GPUs: the KV heads split evenly or replicated evenly
+    (vllm/model_executor/layers/linear.py QKVParallelLinear) and the MLP width split evenly
+    (MergedColumnParallelLinear); ``divide`` asserts in both."""
+    out = []
+    kv = spec.num_key_value_heads
+    if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
+        out.append(f"tensor parallel {tp} neither divides nor is a multiple of the {kv} KV heads")
+    width = spec.intermediate_size
+    if width and not spec.is_moe and width % tp:
+        out.append(f"tensor parallel {tp} does not divide intermediate_size {width}")
+    return out
+
+
 def _tp_check(cmd: Command, engine: str, facts: PasteFacts, problems: list[str]) -> bool:
-    """vLLM's rules: heads % tp (vllm/config.py verify_with_parallel_config); KV heads split or replicated
-    evenly and the MLP width split evenly (vllm/model_executor/layers/linear.py QKVParallelLinear,
-    MergedColumnParallelLinear: ``divide`` asserts)."""
+    """Heads % tp (vllm/config.py verify_with_parallel_config), then the model's own split
+    (:func:`_tp_problems`).  A paste that names no catalogued model is held to the catalogued models
+    with the same number of heads: a size none of them accepts is reported."""
     tp = _int_flag(cmd, TP_FLAGS[engine], [])
     if not isinstance(tp, int):
         return False
@@ -416,16 +430,14 @@ def _tp_check(cmd: Command, engine: str, facts: PasteFacts, problems: list[str])
         return False
     if heads % tp:
         problems.append(f"tensor parallel {tp} does not divide the {heads} attention heads")
-    if (spec := facts.model) is not None:
-        kv = spec.num_key_value_heads
-        if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
+    elif facts.model is not None:
+        problems += [p + facts.model_note for p in _tp_problems(facts.model, tp)]
+    else:
+        alike = [m for m in models() if m.num_attention_heads == heads]
+        if alike and all(_tp_problems(m, tp) for m in alike):
             problems.append(
-                f"tensor parallel {tp} neither divides nor is a multiple of the {kv} KV heads{facts.model_note}"
-            )
-        width = spec.intermediate_size
-        if width and not spec.is_moe and width % tp:
-            problems.append(
-                f"tensor parallel {tp} does not divide intermediate_size {width}{facts.model_note}"
+                f"tensor parallel {tp} fits none of the {len(alike)} catalogued models with {heads} heads "
+                "(their KV heads or intermediate_size do not split by it)"
             )
     return True
 

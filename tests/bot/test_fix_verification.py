@@ -14,9 +14,15 @@ import pytest
 from bench.verify_fixes import Result, Row, check_fix, read_facts, run
 from bot.reply import Fix
 from bot.shell import find_command
+from calculator.catalog import models
 
 # (corpus, record id) -> why the printed command would not start
 KNOWN = {
+    ("dev.jsonl", "adaptthink1-tp8-28heads"): (
+        "`--tensor-parallel-size 7` divides the 28 heads, but no catalogued 28-head model (DeepSeek-R1-Distill-"
+        "Qwen-7B, the issue's model, has 4 KV heads and intermediate_size 18944) splits by 7"
+    ),
+    ("signature examples", "vllm.tp_divisibility.heads#0"): "the same 28 heads / tp 7 example as adaptthink1",
     ("dev.jsonl", "vllm414-codellama13b-tp5-fastchat"): (
         "`--tensor-parallel-size 5` divides the 40 heads but not CodeLlama-13b's intermediate_size 13824 "
         "(vLLM's MergedColumnParallelLinear divides it by tp); the paste itself shows tp=5 failing"
@@ -158,6 +164,11 @@ def test_tp_must_divide_heads_kv_heads_and_mlp() -> None:
     assert _problems(TP, "vllm serve m --tensor-parallel-size 4") == []
     assert _problems(TP, "vllm serve m --tensor-parallel-size 3") == [
         "tensor parallel 3 does not divide the 28 attention heads"
+    ]
+    alike = sum(1 for m in models() if m.num_attention_heads == 28)  # the catalog grows; none splits by 7
+    assert _problems(TP, "vllm serve m --tensor-parallel-size 7") == [
+        f"tensor parallel 7 fits none of the {alike} catalogued models with 28 heads "
+        "(their KV heads or intermediate_size do not split by it)"
     ]
     named = "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-7B --tensor-parallel-size 8\n" + TP
     assert _problems(
