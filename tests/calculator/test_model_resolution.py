@@ -81,7 +81,12 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         False,
     ),
     ("llama4:maverick", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama4:maverick", False),
-    ("codellama/CodeLlama-34b-Instruct-hf", "codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-hf", True),
+    (
+        "codellama/CodeLlama-34b-Instruct-hf",
+        "codellama/CodeLlama-34b-Instruct-hf",
+        "codellama/CodeLlama-34b-Instruct-hf",
+        False,
+    ),
     (
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
@@ -167,11 +172,26 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
     ("qwen3:32b", "Qwen/Qwen3-32B", "qwen3:32b", False),
     ("Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8", False),
     ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", False),
-    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", True),
-    ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", True),
+    (
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        False,
+    ),
+    (
+        "Qwen/Qwen3-30B-A3B-Thinking-2507",
+        "Qwen/Qwen3-30B-A3B-Thinking-2507",
+        "Qwen/Qwen3-30B-A3B-Thinking-2507",
+        False,
+    ),
     ("qwen3:30b-a3b", "Qwen/Qwen3-30B-A3B", "qwen3:30b", True),
     ("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", False),
-    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8", True),
+    (
+        "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",
+        "Qwen/Qwen3-235B-A22B-Instruct-2507",
+        "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",
+        False,
+    ),
     (
         "Qwen/Qwen3-Coder-30B-A3B-Instruct",
         "Qwen/Qwen3-Coder-30B-A3B-Instruct",
