@@ -94,7 +94,12 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         False,
     ),
     ("mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", False),
-    ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", True),
+    (
+        "mistralai/Mistral-7B-Instruct-v0.1",
+        "mistralai/Mistral-7B-Instruct-v0.1",
+        "mistralai/Mistral-7B-Instruct-v0.1",
+        False,
+    ),
     (
         "mistralai/Mistral-7B-Instruct-v0.2",
         "mistralai/Mistral-7B-Instruct-v0.2",
