@@ -419,7 +419,7 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
 
 # Second pass (issue 13): names typed for the models added from config.json copies. The last rows are models
 # still not catalogued (no public config.json copy found): they must ask, never answer for a neighbour
-# (Yi-1.5-9B is not Yi-6B, gemma-7b is not gemma-2b, Mistral-Large is not Mistral-7B).
+# (Yi-1.5-9B is not Yi-6B, Mistral-Large is not Mistral-7B, Gemma 3n is not Gemma 3).
 SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
     ("tiiuae/falcon-7b", "tiiuae/falcon-7b", "tiiuae/falcon-7b", False),
     ("tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", False),
@@ -578,11 +578,16 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
     ("01-ai/Yi-34B-Chat", "01-ai/Yi-34B", "01-ai/Yi-34B", True),
     ("01-ai/Yi-1.5-9B-Chat", None, None, False),
     ("mistralai/Mistral-Large-Instruct-2407", None, None, False),
-    ("google/gemma-7b", None, None, False),
-    ("gemma:7b", None, None, False),
+    ("google/gemma-7b", "google/gemma-7b", "google/gemma-7b", False),
+    ("gemma:7b", "google/gemma-7b-it", "google/gemma-7b-it", False),
     ("HuggingFaceH4/zephyr-7b-beta", None, None, False),
     ("lmsys/vicuna-7b-v1.5", None, None, False),
-    ("CohereForAI/c4ai-command-r-v01", None, None, False),
+    (
+        "CohereForAI/c4ai-command-r-v01",
+        "CohereForAI/c4ai-command-r-v01",
+        "CohereForAI/c4ai-command-r-v01",
+        False,
+    ),
     ("google/gemma-3n-E4B-it", None, None, False),
     ("MiniMaxAI/MiniMax-M1-80k", None, None, False),
     ("ai21labs/Jamba-v0.1", None, None, False),
@@ -666,6 +671,10 @@ def test_the_catalog_holds_at_least_300_models():
         ("Qwen/Qwen3-30B-A3B-Instruct-2507", 98304, None, 262144),
         # v0.1 Instruct keeps v0.1's 4096-token sliding window on every layer
         ("mistralai/Mistral-7B-Instruct-v0.1", 0, 4096, 32768),
+        # Gemma 1 7B: 28 layers x 16 KV heads x 256 x 2 x 2 B, 8192 tokens (not litgpt's 4096 block)
+        ("google/gemma-7b", 458752, None, 8192),
+        # Command-R: multi-head, 40 layers x 64 KV heads x 128 x 2 x 2 B = 1.25 MiB per token
+        ("CohereForAI/c4ai-command-r-v01", 1310720, None, 131072),
     ],
 )
 def test_new_entries_keep_their_kv_geometry(name: str, growing: int, window: int | None, context: int):
