@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from calculator.catalog import variant_weight_bytes
+from calculator.catalog import models, variant_weight_bytes
+from calculator.kv import vllm_layout
 from calculator.resolve import NameNotFound, resolve_model
 from calculator.units import GIB
 
@@ -81,7 +82,12 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         False,
     ),
     ("llama4:maverick", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama4:maverick", False),
-    ("codellama/CodeLlama-34b-Instruct-hf", "codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-hf", True),
+    (
+        "codellama/CodeLlama-34b-Instruct-hf",
+        "codellama/CodeLlama-34b-Instruct-hf",
+        "codellama/CodeLlama-34b-Instruct-hf",
+        False,
+    ),
     (
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
         "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
@@ -89,7 +95,12 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         False,
     ),
     ("mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", False),
-    ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-v0.1", True),
+    (
+        "mistralai/Mistral-7B-Instruct-v0.1",
+        "mistralai/Mistral-7B-Instruct-v0.1",
+        "mistralai/Mistral-7B-Instruct-v0.1",
+        False,
+    ),
     (
         "mistralai/Mistral-7B-Instruct-v0.2",
         "mistralai/Mistral-7B-Instruct-v0.2",
@@ -167,11 +178,26 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
     ("qwen3:32b", "Qwen/Qwen3-32B", "qwen3:32b", False),
     ("Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8", False),
     ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", False),
-    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", True),
-    ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", True),
+    (
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        False,
+    ),
+    (
+        "Qwen/Qwen3-30B-A3B-Thinking-2507",
+        "Qwen/Qwen3-30B-A3B-Thinking-2507",
+        "Qwen/Qwen3-30B-A3B-Thinking-2507",
+        False,
+    ),
     ("qwen3:30b-a3b", "Qwen/Qwen3-30B-A3B", "qwen3:30b", True),
     ("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", False),
-    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-FP8", True),
+    (
+        "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",
+        "Qwen/Qwen3-235B-A22B-Instruct-2507",
+        "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",
+        False,
+    ),
     (
         "Qwen/Qwen3-Coder-30B-A3B-Instruct",
         "Qwen/Qwen3-Coder-30B-A3B-Instruct",
@@ -391,9 +417,188 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
     ("nvidia/DeepSeek-R1-NVFP4", "deepseek-ai/DeepSeek-R1", "nvidia/DeepSeek-R1-NVFP4", False),
 ]
 
+# Second pass (issue 13): names typed for the models added from config.json copies. The last rows are models
+# still not catalogued (no public config.json copy found): they must ask, never answer for a neighbour
+# (Yi-1.5-9B is not Yi-6B, Mistral-Large is not Mistral-7B, Gemma 3n is not Gemma 3).
+SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
+    ("tiiuae/falcon-7b", "tiiuae/falcon-7b", "tiiuae/falcon-7b", False),
+    ("tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", False),
+    ("falcon:7b", "tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", False),
+    ("tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", False),
+    ("falcon:180b", "tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", False),
+    ("tiiuae/Falcon3-7B-Instruct", "tiiuae/Falcon3-7B-Instruct", "tiiuae/Falcon3-7B-Instruct", False),
+    ("falcon3:10b", "tiiuae/Falcon3-10B-Instruct", "tiiuae/Falcon3-10B-Instruct", False),
+    ("falcon3:1b", "tiiuae/Falcon3-1B-Instruct", "tiiuae/Falcon3-1B-Instruct", False),
+    (
+        "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8",
+        "Qwen/Qwen3-30B-A3B-Instruct-2507",
+        "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8",
+        False,
+    ),
+    (
+        "Qwen/Qwen3-235B-A22B-Thinking-2507",
+        "Qwen/Qwen3-235B-A22B-Thinking-2507",
+        "Qwen/Qwen3-235B-A22B-Thinking-2507",
+        False,
+    ),
+    ("Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-4B-Instruct-2507", "Qwen/Qwen3-4B-Instruct-2507", False),
+    (
+        "Qwen/Qwen3-4B-Thinking-2507-FP8",
+        "Qwen/Qwen3-4B-Thinking-2507",
+        "Qwen/Qwen3-4B-Thinking-2507-FP8",
+        False,
+    ),
+    ("qwen2.5-coder:1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct", False),
+    (
+        "Qwen/Qwen2.5-Coder-3B-Instruct",
+        "Qwen/Qwen2.5-Coder-3B-Instruct",
+        "Qwen/Qwen2.5-Coder-3B-Instruct",
+        False,
+    ),
+    ("Qwen/Qwen2.5-Coder-32B", "Qwen/Qwen2.5-Coder-32B", "Qwen/Qwen2.5-Coder-32B", False),
+    (
+        "Qwen/Qwen2.5-Math-7B-Instruct",
+        "Qwen/Qwen2.5-Math-7B-Instruct",
+        "Qwen/Qwen2.5-Math-7B-Instruct",
+        False,
+    ),
+    ("Qwen/Qwen2.5-7B-Instruct-1M", "Qwen/Qwen2.5-7B-Instruct-1M", "Qwen/Qwen2.5-7B-Instruct-1M", False),
+    ("Qwen/QwQ-32B-Preview", "Qwen/QwQ-32B-Preview", "Qwen/QwQ-32B-Preview", False),
+    ("codellama:70b", "codellama/CodeLlama-70b-Instruct-hf", "codellama/CodeLlama-70b-Instruct-hf", False),
+    (
+        "codellama/CodeLlama-7b-Python-hf",
+        "codellama/CodeLlama-7b-Python-hf",
+        "codellama/CodeLlama-7b-Python-hf",
+        False,
+    ),
+    (
+        "codellama/CodeLlama-13b-Instruct-hf",
+        "codellama/CodeLlama-13b-Instruct-hf",
+        "codellama/CodeLlama-13b-Instruct-hf",
+        False,
+    ),
+    ("microsoft/Phi-4-reasoning", "microsoft/Phi-4-reasoning", "microsoft/Phi-4-reasoning", False),
+    ("phi4-reasoning:plus", "microsoft/Phi-4-reasoning-plus", "microsoft/Phi-4-reasoning-plus", False),
+    (
+        "microsoft/Phi-4-mini-reasoning",
+        "microsoft/Phi-4-mini-reasoning",
+        "microsoft/Phi-4-mini-reasoning",
+        False,
+    ),
+    ("microsoft/phi-1_5", "microsoft/phi-1_5", "microsoft/phi-1_5", False),
+    ("mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-v0.3", False),
+    ("google/gemma-2-9b", "google/gemma-2-9b", "google/gemma-2-9b", False),
+    ("google/gemma-2b-it", "google/gemma-2b-it", "google/gemma-2b-it", False),
+    (
+        "meta-llama/Meta-Llama-3-70B-Instruct",
+        "meta-llama/Meta-Llama-3-70B-Instruct",
+        "meta-llama/Meta-Llama-3-70B-Instruct",
+        False,
+    ),
+    ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B", False),
+    (
+        "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF",
+        "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF",
+        "nvidia/Llama-3.1-Nemotron-70B-Instruct-HF",
+        False,
+    ),
+    ("allenai/OLMo-7B-hf", "allenai/OLMo-7B-hf", "allenai/OLMo-7B-hf", False),
+    ("allenai/OLMo-2-1124-13B-DPO", "allenai/OLMo-2-1124-13B-DPO", "allenai/OLMo-2-1124-13B-DPO", False),
+    (
+        "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+        "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+        "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+        False,
+    ),
+    ("smollm2:1.7b", "HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct", False),
+    ("EleutherAI/pythia-1.4b", "EleutherAI/pythia-1.4b", "EleutherAI/pythia-1.4b", False),
+    (
+        "EleutherAI/pythia-6.9b-deduped",
+        "EleutherAI/pythia-6.9b-deduped",
+        "EleutherAI/pythia-6.9b-deduped",
+        False,
+    ),
+    (
+        "stabilityai/stablelm-zephyr-3b",
+        "stabilityai/stablelm-zephyr-3b",
+        "stabilityai/stablelm-zephyr-3b",
+        False,
+    ),
+    ("stabilityai/stable-code-3b", "stabilityai/stable-code-3b", "stabilityai/stable-code-3b", False),
+    ("01-ai/Yi-34B", "01-ai/Yi-34B", "01-ai/Yi-34B", False),
+    ("01-ai/Yi-6B", "01-ai/Yi-6B", "01-ai/Yi-6B", False),
+    ("yi:34b", "01-ai/Yi-34B", "01-ai/Yi-34B", False),
+    (
+        "teknium/OpenHermes-2.5-Mistral-7B",
+        "teknium/OpenHermes-2.5-Mistral-7B",
+        "teknium/OpenHermes-2.5-Mistral-7B",
+        False,
+    ),
+    ("bigcode/starcoderbase-7b", "bigcode/starcoderbase-7b", "bigcode/starcoderbase-7b", False),
+    ("THUDM/chatglm3-6b", "THUDM/chatglm3-6b", "THUDM/chatglm3-6b", False),
+    ("codegeex4", "THUDM/codegeex4-all-9b", "THUDM/codegeex4-all-9b", False),
+    ("deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2", "deepseek-ai/DeepSeek-V2", False),
+    (
+        "deepseek-ai/deepseek-moe-16b-chat",
+        "deepseek-ai/deepseek-moe-16b-chat",
+        "deepseek-ai/deepseek-moe-16b-chat",
+        False,
+    ),
+    ("openbmb/MiniCPM-MoE-8x2B", "openbmb/MiniCPM-MoE-8x2B", "openbmb/MiniCPM-MoE-8x2B", False),
+    ("gpt2", "openai-community/gpt2", "openai-community/gpt2", False),
+    ("EleutherAI/gpt-j-6b", "EleutherAI/gpt-j-6b", "EleutherAI/gpt-j-6b", False),
+    (
+        "baichuan-inc/Baichuan2-7B-Chat",
+        "baichuan-inc/Baichuan2-7B-Chat",
+        "baichuan-inc/Baichuan2-7B-Chat",
+        False,
+    ),
+    ("OrionStarAI/Orion-14B-Chat", "OrionStarAI/Orion-14B-Chat", "OrionStarAI/Orion-14B-Chat", False),
+    (
+        "mistralai/Ministral-3-3B-Instruct-2512",
+        "mistralai/Ministral-3-3B-Instruct-2512",
+        "mistralai/Ministral-3-3B-Instruct-2512",
+        False,
+    ),
+    ("replit/replit-code-v1_5-3b", "replit/replit-code-v1_5-3b", "replit/replit-code-v1_5-3b", False),
+    ("teknium/Phi-Hermes-1.3B", "teknium/Phi-Hermes-1.3B", "teknium/Phi-Hermes-1.3B", False),
+    ("TheBloke/Yi-34B-AWQ", "01-ai/Yi-34B", "TheBloke/Yi-34B-AWQ", True),
+    (
+        "Falcon3-10B-Instruct-Q4_K_M.gguf",
+        "tiiuae/Falcon3-10B-Instruct",
+        "Falcon3-10B-Instruct-Q4_K_M.gguf",
+        True,
+    ),
+    (
+        "TheBloke/OpenHermes-2.5-Mistral-7B-GPTQ",
+        "teknium/OpenHermes-2.5-Mistral-7B",
+        "TheBloke/OpenHermes-2.5-Mistral-7B-GPTQ",
+        True,
+    ),
+    ("01-ai/Yi-34B-Chat", "01-ai/Yi-34B", "01-ai/Yi-34B", True),
+    ("01-ai/Yi-1.5-9B-Chat", None, None, False),
+    ("mistralai/Mistral-Large-Instruct-2407", None, None, False),
+    ("google/gemma-7b", "google/gemma-7b", "google/gemma-7b", False),
+    ("gemma:7b", "google/gemma-7b-it", "google/gemma-7b-it", False),
+    ("HuggingFaceH4/zephyr-7b-beta", None, None, False),
+    ("lmsys/vicuna-7b-v1.5", None, None, False),
+    (
+        "CohereForAI/c4ai-command-r-v01",
+        "CohereForAI/c4ai-command-r-v01",
+        "CohereForAI/c4ai-command-r-v01",
+        False,
+    ),
+    ("google/gemma-3n-E4B-it", None, None, False),
+    ("MiniMaxAI/MiniMax-M1-80k", None, None, False),
+    ("ai21labs/Jamba-v0.1", None, None, False),
+    ("databricks/dbrx-instruct", None, None, False),
+]
+NAMES += SECOND_PASS
+
 
 def test_the_list_is_long_enough():
     assert len(NAMES) >= 100
+    assert len(SECOND_PASS) >= 40
     assert len({n for n, *_ in NAMES}) == len(NAMES)
 
 
@@ -447,3 +652,34 @@ def test_gguf_shard_and_type_are_read_from_the_file_name():
     match = resolve_model("Qwen2.5-7B-Instruct-Q8_0-00001-of-00002.gguf")
     assert match.model.id == "Qwen/Qwen2.5-7B-Instruct"
     assert match.variant is not None and match.variant.gguf_type == "Q8_0"
+
+
+def test_the_catalog_holds_at_least_300_models():
+    assert len(models()) >= 300
+
+
+@pytest.mark.parametrize(
+    ("name", "growing", "window", "context"),
+    [
+        # multi-query: 32 layers x 1 KV head x 64 x (K+V) x 2 B
+        ("tiiuae/falcon-7b", 8192, None, 2048),
+        # 60 layers x 8 KV heads x 128 x 2 x 2 B
+        ("01-ai/Yi-34B", 245760, None, 4096),
+        # MLA: 60 layers x (latent 512 + rope 64) x 2 B
+        ("deepseek-ai/DeepSeek-V2", 69120, None, 163840),
+        # the 2507 release: same 96 KiB/token as Qwen3-30B-A3B, 262,144-token context
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", 98304, None, 262144),
+        # v0.1 Instruct keeps v0.1's 4096-token sliding window on every layer
+        ("mistralai/Mistral-7B-Instruct-v0.1", 0, 4096, 32768),
+        # Gemma 1 7B: 28 layers x 16 KV heads x 256 x 2 x 2 B, 8192 tokens (not litgpt's 4096 block)
+        ("google/gemma-7b", 458752, None, 8192),
+        # Command-R: multi-head, 40 layers x 64 KV heads x 128 x 2 x 2 B = 1.25 MiB per token
+        ("CohereForAI/c4ai-command-r-v01", 1310720, None, 131072),
+    ],
+)
+def test_new_entries_keep_their_kv_geometry(name: str, growing: int, window: int | None, context: int):
+    model = resolve_model(name).model
+    layout = vllm_layout(model)
+    assert layout.growing_bytes_per_token == growing
+    assert [p.window for p in layout.sliding] == ([window] if window else [])
+    assert model.max_position_embeddings == context
