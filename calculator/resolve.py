@@ -530,7 +530,7 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     hit_tag = tags.get(q.lower().removesuffix(":latest")) or tags.get(q.lower())
     if hit_tag is not None:
         model = by_id[hit_tag[0]]
-        variant = next(v for v in model.variants if v.id == hit_tag[1])
+        variant: Variant | None = next(v for v in model.variants if v.id == hit_tag[1])
         return _serving_variant(ModelMatch(model, variant), engine)
     exact = _model_index().get(model_key(q)) or _model_index().get(model_key(_strip_org(q)))
     if exact is not None and ":" not in q:
