@@ -453,7 +453,7 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
         raise NameNotFound("model", parsed.original, [], hint=f"no weight size known for {quant}")
     variant = Variant(
         id=parsed.original,
-        quant=quant,  # type: ignore[arg-type]
+        quant=quant,  # type: ignore[arg-type]  # a parsed name's str; Variant validates it against QuantName
         bits_per_weight=_bits_with_embeddings(model, bits),
         source=f"bits computed: {quant} linears {bits:g} bits, embeddings and head 16-bit, on {model.id}'s shapes",
     )
