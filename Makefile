@@ -18,6 +18,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy calculator knowledge bot
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -37,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/slack_latency.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .mypy_cache

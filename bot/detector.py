@@ -82,7 +82,7 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
     if unit == "text":
         return raw.strip()[:200] or None
     if unit in ("tokens", "count"):
-        value = parse_int(raw)
+        value: float | None = parse_int(raw)
         return value if value is not None and value <= MAX_TOKENS else None
     if unit == "ratio":
         value = parse_number(raw)

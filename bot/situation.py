@@ -276,10 +276,10 @@ def _setting_value(setting: str, raw: str) -> Any:
         return value if 0 < value < 1 << 27 else None
     if setting == "util":
         try:
-            value = float(raw)
+            util = float(raw)
         except ValueError:
             return None
-        return value if 0 < value <= 1 else None
+        return util if 0 < util <= 1 else None
     return raw
 
 

@@ -7,6 +7,7 @@ free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypedDict
 
 import re2
 from pydantic import ValidationError
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
-from calculator.estimate import VramRequest, VramResult, estimate_for
+from calculator.estimate import EngineName, VramRequest, VramResult, estimate_for
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
 from calculator.resolve import NameNotFound, resolve_gpu
 from calculator.units import KIB, fmt_tokens
@@ -41,7 +42,7 @@ KEY_ALIASES = {
     "vram": "gpu_memory_gib",
     "version": "vllm_version",
 }
-ENGINE_ALIASES = {
+ENGINE_ALIASES: dict[str, EngineName] = {
     "vllm": "vllm",
     "llama.cpp": "llama.cpp",
     "llamacpp": "llama.cpp",
@@ -107,9 +108,30 @@ def build_request(named: dict[str, str]) -> VramRequest:
     return VramRequest(**request_fields(named))
 
 
-def request_fields(named: dict[str, str]) -> dict[str, object]:
+class RequestFields(TypedDict, total=False):
+    """The ``VramRequest`` keywords a /vram request sets (model/gpu may be absent for matchmaking)."""
+
+    model: str
+    gpu: str
+    engine: EngineName
+    max_model_len: int
+    gpus: int
+    tp: int
+    gpu_memory_utilization: float
+    gpu_memory_gib: float
+    vllm_version: str
+    kv_cache_dtype: str
+    cache_type_k: str
+    cache_type_v: str
+
+
+def request_fields(named: dict[str, str]) -> RequestFields:
     """Validated request fields from the parsed words (model/gpu may be absent for matchmaking)."""
-    fields: dict[str, object] = {k: named[k] for k in ("model", "gpu") if k in named}
+    fields: RequestFields = {}
+    if "model" in named:
+        fields["model"] = named["model"]
+    if "gpu" in named:
+        fields["gpu"] = named["gpu"]
     engine = named.get("engine", "vllm").lower()
     if engine not in ENGINE_ALIASES:
         raise VramInputError(f"unknown engine {engine!r}; use vllm, llama.cpp, ollama or sglang")
@@ -121,12 +143,10 @@ def request_fields(named: dict[str, str]) -> dict[str, object]:
                 f"context {named['max_model_len']!r} is not a token count (e.g. 32768 or 32k)"
             )
         fields["max_model_len"] = tokens
-    for key in ("gpus", "tp"):
-        if key in named:
-            value = parse_number(named[key])
-            if value is None or value != int(value) or value < 1:
-                raise VramInputError(f"{key} must be a whole number, got {named[key]!r}")
-            fields[key] = int(value)
+    if "gpus" in named:
+        fields["gpus"] = _whole(named, "gpus")
+    if "tp" in named:
+        fields["tp"] = _whole(named, "tp")
     if "gpu_memory_utilization" in named:
         value = parse_number(named["gpu_memory_utilization"])
         if value is None or not 0 < value <= 1:
@@ -150,12 +170,20 @@ def request_fields(named: dict[str, str]) -> dict[str, object]:
             fields["cache_type_v"] = kv
         else:
             fields["kv_cache_dtype"] = kv
+    probe: RequestFields = {"model": "x", "gpu": "x", **fields}
     try:
-        VramRequest(**{"model": "x", "gpu": "x", **fields})
+        VramRequest(**probe)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise VramInputError(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
     return fields
+
+
+def _whole(named: dict[str, str], key: str) -> int:
+    value = parse_number(named[key])
+    if value is None or value != int(value) or value < 1:
+        raise VramInputError(f"{key} must be a whole number, got {named[key]!r}")
+    return int(value)
 
 
 def vram_reply(result: VramResult) -> Reply:
@@ -272,17 +300,17 @@ def unechoed(message: str, args: dict[str, str] | None, raw: str) -> str:
     return redact(message).text
 
 
-def match_gpus_reply(fields: dict[str, object], lookup: ModelLookup = catalog_lookup) -> Reply:
+def match_gpus_reply(fields: RequestFields, lookup: ModelLookup = catalog_lookup) -> Reply:
     """Only a model: which GPUs (and how many) serve it, one card first, least memory first."""
     match = lookup(str(fields["model"]))
-    engine = str(fields.get("engine", "vllm"))
+    engine = fields.get("engine", "vllm")
     context = fields.get("max_model_len")
     options = gpus_for_model(
         match.model,
         match.variant,
         context=context,
         engine=engine,
-        kv_cache_dtype=str(fields.get("kv_cache_dtype", "auto")),  # type: ignore[arg-type]
+        kv_cache_dtype=str(fields.get("kv_cache_dtype", "auto")),
     )
     label = match.label
     want = context or min(derived_max_model_len(match.model), DEFAULT_CONTEXT)
@@ -324,12 +352,12 @@ def match_gpus_reply(fields: dict[str, object], lookup: ModelLookup = catalog_lo
     )
 
 
-def match_models_reply(fields: dict[str, object]) -> Reply:
+def match_models_reply(fields: RequestFields) -> Reply:
     """Only a GPU: the catalog models that fit, best checkpoint each, biggest first."""
     gpu = resolve_gpu(str(fields["gpu"]))
-    engine = str(fields.get("engine", "vllm"))
-    count = int(fields.get("gpus", 1))  # type: ignore[arg-type]
-    options = models_for_gpu(gpu, count=count, context=fields.get("max_model_len"), engine=engine)  # type: ignore[arg-type]
+    engine = fields.get("engine", "vllm")
+    count = int(fields.get("gpus", 1))
+    options = models_for_gpu(gpu, count=count, context=fields.get("max_model_len"), engine=engine)
     setup = f"{count}x {gpu.name}" if count > 1 else gpu.name
     if not options:
         return Reply(kind="match", title=f"No catalog model fits {setup} ({_ENGINE[engine]})", summary=USAGE)

@@ -138,7 +138,7 @@ def vllm_kv_remedies(s: KVSituation) -> list[Remedy]:
     ):
         doubled = s.fit_len * 2
         target = min(want, round_down_clean(doubled)) if want else round_down_clean(doubled)
-        changes = {"--kv-cache-dtype": "fp8"}
+        changes: dict[str, str | None] = {"--kv-cache-dtype": "fp8"}
         if want and doubled < want:
             changes["--max-model-len"] = str(target)
         out.append(

@@ -186,7 +186,7 @@ def spec_from_config(
         vocab_size=vocab,
         max_position_embeddings=max_pos,
         rope_scaling=rope_scaling,
-        torch_dtype=dtype,  # type: ignore[arg-type]
+        torch_dtype=dtype,  # type: ignore[arg-type]  # narrowed to the three dtypes above; mypy cannot see it
         params_b=round(params, 3),
         active_params_b=round(active, 3) if active else None,
         num_experts=int(experts) if experts else None,
@@ -197,7 +197,7 @@ def spec_from_config(
     variant = None
     if size_bytes:
         quant = _quant_of(cfg)
-        variant = Variant(id=name, quant=quant, size_bytes=size_bytes, source=source)  # type: ignore[arg-type]
+        variant = Variant(id=name, quant=quant, size_bytes=size_bytes, source=source)  # type: ignore[arg-type]  # _quant_of returns QuantName values
     return spec, variant
 
 

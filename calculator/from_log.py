@@ -304,7 +304,7 @@ def _variant(name: str, file_type: str | None, size: int | None) -> Variant | No
     known = {q.name: q for q in quant_formats().weight_formats if q.engine == "gguf"}
     fmt = known.get(file_type or "")
     bpw = fmt.effective_bpw or fmt.block_bpw if fmt else None
-    if not file_type or not bpw:
+    if fmt is None or not file_type or not bpw:
         return None
     return Variant(id=name, quant="gguf", gguf_type=file_type, bits_per_weight=bpw, source=fmt.source)
 

@@ -116,7 +116,8 @@ def _candidates(model: ModelSpec, engine: str) -> list[Variant | None]:
     if engine in ("llama.cpp", "ollama"):
         ggufs = [v for v in model.variants if v.quant == "gguf"]
         order = {t: i for i, t in enumerate(_GGUF_ORDER)}
-        return sorted(ggufs, key=lambda v: order.get((v.gguf_type or "").upper(), 50))
+        ranked = sorted(ggufs, key=lambda v: order.get((v.gguf_type or "").upper(), 50))
+        return list(ranked)
     variants: list[Variant | None] = [v for v in model.variants if v.quant != "gguf"]
     if not any(v.id == model.id for v in variants if v is not None):
         variants.insert(0, None)  # the base checkpoint

@@ -453,7 +453,7 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
         raise NameNotFound("model", parsed.original, [], hint=f"no weight size known for {quant}")
     variant = Variant(
         id=parsed.original,
-        quant=quant,  # type: ignore[arg-type]
+        quant=quant,  # type: ignore[arg-type]  # a parsed name's str; Variant validates it against QuantName
         bits_per_weight=_bits_with_embeddings(model, bits),
         source=f"bits computed: {quant} linears {bits:g} bits, embeddings and head 16-bit, on {model.id}'s shapes",
     )
@@ -530,7 +530,7 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     hit_tag = tags.get(q.lower().removesuffix(":latest")) or tags.get(q.lower())
     if hit_tag is not None:
         model = by_id[hit_tag[0]]
-        variant = next(v for v in model.variants if v.id == hit_tag[1])
+        variant: Variant | None = next(v for v in model.variants if v.id == hit_tag[1])
         return _serving_variant(ModelMatch(model, variant), engine)
     exact = _model_index().get(model_key(q)) or _model_index().get(model_key(_strip_org(q)))
     if exact is not None and ":" not in q:

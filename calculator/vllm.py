@@ -409,9 +409,11 @@ class VllmEstimate:
             and self.obs.fit_len is not None
             and plan.with_(max_len=self.plan0.max_len) == self.plan0
         ):
-            fit = int(self.obs.fit_len.value)
-            starts = want is None or fit >= want
-            return Outcome(starts, fit, 0.0, fit, terms, self.total(), None, "" if starts else "too long")
+            observed = int(self.obs.fit_len.value)
+            starts = want is None or observed >= want
+            return Outcome(
+                starts, observed, 0.0, observed, terms, self.total(), None, "" if starts else "too long"
+            )
         if kv is None:
             return None
         total = self.total()

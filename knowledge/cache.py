@@ -108,6 +108,7 @@ def cached(key: str, build: Callable[[], T], expect: type) -> T:
     if _trusted(folder):
         value = _read(folder / key)
         if isinstance(value, expect):
+            # isinstance sees only the outer type; the key (its content hash) pins the rest of T
             return value  # type: ignore[return-value]
     value = build()
     _write(folder, key, value)

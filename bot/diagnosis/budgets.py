@@ -11,7 +11,7 @@ from calculator.catalog import ModelSpec, Variant, variant_weight_bytes
 from calculator.estimate import GGUF_DEFAULT, _gguf_weight_bytes
 from calculator.llamacpp import LlamaCppEstimate, LlamaCppObserved
 from calculator.ollama import OllamaEstimate
-from calculator.plan import Plan, Sourced
+from calculator.plan import Plan, Source, Sourced
 from calculator.sglang import SglangEstimate
 from calculator.units import GIB
 from calculator.versions import CURRENT_VLLM, parse_version
@@ -21,11 +21,11 @@ Estimate = VllmEstimate | LlamaCppEstimate | OllamaEstimate | SglangEstimate
 LLAMACPP_KV = ("f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 
 
-def _s(situation: Situation, *names: str, source: str = "log") -> Sourced | None:
+def _s(situation: Situation, *names: str, source: Source = "log") -> Sourced | None:
     for name in names:
         value = situation.params.get(name)
         if value is not None:
-            return Sourced(value, source)  # type: ignore[arg-type]
+            return Sourced(value, source)
     return None
 
 

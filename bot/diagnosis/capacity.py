@@ -128,7 +128,9 @@ def request_too_long(situation: Situation) -> Reply:
 
             found = [Candidate([lever("cap_context")], plan, out, True), *found]
         fixes += to_fixes(situation, budget, found, goal, limit=1)
-    key = f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
+    key: str | None = (
+        f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
+    )
     if not asked or not limit:
         key = None
     facts = log_facts(situation) + setup_facts(situation)
@@ -156,7 +158,7 @@ def batch_short(situation: Situation) -> Reply:
         from bot.shell import render
 
         groups, switches = _GROUPS[situation.engine]
-        changes = {flag: str(int(need))}
+        changes: dict[str, str | None] = {flag: str(int(need))}
         if situation.engine == "llama.cpp":
             changes["-b"] = str(int(need))
         fixes.append(Fix(situation.engine, f"raise the batch limit to {fmt_tokens(need)}",

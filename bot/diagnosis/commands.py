@@ -12,7 +12,7 @@ from calculator.units import GIB
 from knowledge.features import supports
 from knowledge.levers import Lever, levers
 
-_GROUPS = {
+_GROUPS: dict[str, tuple[list[tuple[str, ...]], set[str]]] = {
     "vllm": (VLLM_FLAGS, VLLM_SWITCHES),
     "llama.cpp": (LLAMACPP_FLAGS, LLAMACPP_SWITCHES),
     "sglang": (SGLANG_FLAGS, set()),

@@ -22,6 +22,7 @@ from bot.diagnosis.parts import (
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens
+from calculator.vllm import VllmEstimate
 
 FRAGMENTED = 0.5  # reserved-but-unallocated at least half of what was asked: the allocator, not the model
 
@@ -149,7 +150,8 @@ def torch_oom(situation: Situation) -> Reply:
     elif "expandable_segments" in remedies:
         remedies.remove("expandable_segments")
     if (
-        other is not None
+        key
+        and other is not None
         and mine is not None
         and other > 0.5
         and (total is None or other + mine <= total * 1.02)
@@ -259,11 +261,8 @@ def _engine_oom(situation: Situation) -> Reply:
     budget = budget_for(situation)
     fixes: list[Fix] = []
     if budget is not None:
-        total = (
-            budget.estimate.obs.total_gib.value
-            if getattr(budget.estimate, "obs", None) and budget.estimate.obs.total_gib
-            else None
-        )  # type: ignore[union-attr]
+        est = budget.estimate
+        total = est.obs.total_gib.value if isinstance(est, VllmEstimate) and est.obs.total_gib else None
         util = budget.plan0.util or 0.9
         room = None
         if total and tried is not None:

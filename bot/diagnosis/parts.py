@@ -5,7 +5,8 @@ fixes, and hardware when no software fix exists."""
 from __future__ import annotations
 
 import string
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import re2
 
@@ -13,6 +14,7 @@ from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.fixes import Goal, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
+from calculator.estimate import EngineName
 from calculator.plan import Outcome
 from calculator.units import fmt_tokens
 from knowledge.features import supports
@@ -242,10 +244,11 @@ def hardware(situation: Situation, length: int | None) -> Section | None:
         return None
     from calculator.matchmaker import gpus_for_model
 
-    engine = situation.engine if situation.engine in ("vllm", "llama.cpp", "ollama", "sglang") else "vllm"
+    known = situation.engine in ("vllm", "llama.cpp", "ollama", "sglang")
+    engine = cast(EngineName, situation.engine) if known else "vllm"
     options = gpus_for_model(
         situation.model.model, situation.model.variant, context=length, engine=engine, limit=3
-    )  # type: ignore[arg-type]
+    )
     if not options:
         return Section(
             "Hardware",
@@ -261,7 +264,7 @@ def hardware(situation: Situation, length: int | None) -> Section | None:
 
 
 def reply(situation: Situation, title: str, key_point: str | None, fixes: list[Fix], facts: list[Fact],
-          memory: MemoryPicture | None = None, extra: list[Section | None] | None = None,
+          memory: MemoryPicture | None = None, extra: Sequence[Section | None] | None = None,
           data: dict | None = None) -> Reply:  # fmt: skip
     why = cause(situation)
     key_point = key_point or why

@@ -208,3 +208,19 @@ def test_a_diagnosis_rule_that_raises_still_gets_an_answer(monkeypatch, caplog):
     assert reply is not None and reply.signature == "vllm.kv_cache_too_small.v0"
     assert not reply.fixes and any("did not add up" in n for n in reply.notes)
     assert "diagnosis of vllm.kv_cache_too_small.v0 failed (TypeError)" in caplog.text
+
+
+def test_a_torch_oom_with_only_the_process_figures_believed_is_still_diagnosed(caplog):
+    """Absurd request and capacity figures are dropped; the rule then has no opening sentence and must
+    not fail on the other-process one (it raised TypeError before)."""
+    paste = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 99999999999 TiB. GPU 0 has a total "
+        "capacity of 99999999999 TiB of which 99999999999 TiB is free. Process 1234 has 14.20 GiB memory "
+        "in use. Including non-PyTorch memory, this process has 8.30 GiB memory in use. Of the allocated "
+        "memory 6.10 GiB is allocated by PyTorch, and 1.40 GiB is reserved by PyTorch but unallocated."
+    )
+    reply = triage(paste)
+    assert reply is not None and reply.signature == "pytorch.cuda_oom.v0"
+    assert "failed" not in caplog.text
+    assert not any("did not add up" in n for n in reply.notes)
+    assert_sane(reply, paste)
