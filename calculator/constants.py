@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from knowledge.cache import cached, content_key
+from knowledge.cache import cached, code_digest, content_key
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "engine_constants.yaml"
 
@@ -63,13 +63,14 @@ def _build(files: list[tuple[str, bytes]]) -> _File:
     return _File.model_validate(data)
 
 
+_CODE = code_digest(Path(__file__).resolve())
+
+
 @cache
 def engine_constants() -> dict[str, dict[str, EngineConstant]]:
     """engine -> name -> constant, as validated from the data file."""
     files = [(DATA_FILE.name, DATA_FILE.read_bytes())]
-    parsed = cached(
-        content_key("engine-constants", files, (Path(__file__).resolve(),)), lambda: _build(files), _File
-    )
+    parsed = cached(content_key("engine-constants", files, _CODE), lambda: _build(files), _File)
     return {engine: dict(getattr(parsed, engine)) for engine in _File.model_fields}
 
 

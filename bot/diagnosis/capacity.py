@@ -179,7 +179,7 @@ def state_blocks(situation: Situation) -> Reply:
         else situation.root.title
     )
     fixes: list[Fix] = []
-    if known and 1 <= int(blocks) < int(seqs):
+    if seqs is not None and blocks is not None and 1 <= int(blocks) < int(seqs):
         from bot.diagnosis.commands import _GROUPS, _base
         from bot.shell import render
 

@@ -13,11 +13,12 @@ from bot.situation import Situation
 from calculator.units import fmt_tokens
 
 
-def _valid_tp(heads: int, kv_heads: int | None, limit: int) -> list[int]:
-    """vLLM's rule: heads % tp == 0, and KV heads split (kv % tp == 0) or replicate (tp % kv == 0)."""
+def _valid_tp(heads: int, kv_heads: int | None, limit: int, widths: tuple[int, ...] = ()) -> list[int]:
+    """vLLM's rules: heads % tp == 0; KV heads split (kv % tp == 0) or replicate (tp % kv == 0); and the
+    column-parallel MLP width splits evenly (MergedColumnParallelLinear's divide)."""
     out = []
     for tp in range(1, limit + 1):
-        if heads % tp:
+        if heads % tp or any(w % tp for w in widths):
             continue
         if kv_heads and ((kv_heads >= tp and kv_heads % tp) or (kv_heads < tp and tp % kv_heads)):
             continue
@@ -39,7 +40,8 @@ def tp_sizes(situation: Situation) -> Reply:
     valid: list[int] = []
     if heads:
         gpus = max(situation.gpus.n, int(tp or 1))
-        valid = _valid_tp(int(heads), kv, gpus)
+        widths = tuple(w for w in ((model.intermediate_size,) if model is not None else ()) if w)
+        valid = _valid_tp(int(heads), kv, gpus, widths)
         budget = budget_for(situation)
         groups, switches = _GROUPS["vllm"]
         # KV heads unknown: a power of two is the size most likely to divide them too

@@ -17,17 +17,7 @@ from bot.shell import find_command
 from calculator.catalog import models
 
 # (corpus, record id) -> why the printed command would not start
-KNOWN = {
-    ("dev.jsonl", "adaptthink1-tp8-28heads"): (
-        "`--tensor-parallel-size 7` divides the 28 heads, but no catalogued 28-head model (DeepSeek-R1-Distill-"
-        "Qwen-7B, the issue's model, has 4 KV heads and intermediate_size 18944) splits by 7"
-    ),
-    ("signature examples", "vllm.tp_divisibility.heads#0"): "the same 28 heads / tp 7 example as adaptthink1",
-    ("dev.jsonl", "vllm414-codellama13b-tp5-fastchat"): (
-        "`--tensor-parallel-size 5` divides the 40 heads but not CodeLlama-13b's intermediate_size 13824 "
-        "(vLLM's MergedColumnParallelLinear divides it by tp); the paste itself shows tp=5 failing"
-    ),
-}
+KNOWN: dict[tuple[str, str], str] = {}  # none left: the TP sizes now split heads, KV heads and MLP width
 
 
 @pytest.fixture(scope="module")
