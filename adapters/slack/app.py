@@ -425,7 +425,7 @@ class SlackBridge:
             channel=channel, thread_ts=thread_ts, unfurl_links=False, unfurl_media=False, **kwargs
         )
 
-    async def _upload(self, channel: str, thread_ts: str, **kwargs: Any) -> None:
+    async def _upload(self, channel: str, thread_ts: str, **kwargs: Any) -> bool:
         """files_upload_v2 into the thread; a failure (no files:write, a restricted channel) is logged."""
         try:
             await self.client.files_upload_v2(channel=channel, thread_ts=thread_ts, **kwargs)
@@ -434,6 +434,8 @@ class SlackBridge:
         except Exception as exc:
             detail = exc.response.get("error") if isinstance(exc, SlackApiError) else exc.__class__.__name__
             log.warning("could not upload %s: %s", kwargs.get("filename"), detail)
+            return False
+        return True
 
 
 def create_app(settings: Settings, service: GardenService, **kwargs: Any) -> AsyncApp:

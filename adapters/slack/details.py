@@ -128,10 +128,14 @@ async def answer_click(bridge: SlackBridge, body: dict[str, Any], action: dict[s
     blocks = detail_blocks(stored.markdown)
     if fits(blocks):
         await tell(Rendered(fallback(stored.markdown), blocks))
-    elif ephemeral or not channel or not thread:
-        await tell(shortened(stored.markdown))
-    else:
-        await bridge._upload(
+    elif (
+        ephemeral
+        or not channel
+        or not thread
+        or not await bridge._upload(
             channel, thread, content=stored.markdown.encode("utf-8"), filename=FILENAME, title=FILE_TITLE
         )
+    ):
+        await tell(shortened(stored.markdown))  # no file into the thread: the start of it, said so
+    else:
         await tell(Rendered(IN_THREAD, [section(escape(IN_THREAD))]))

@@ -111,3 +111,15 @@ async def test_details_too_long_on_an_ephemeral_answer_are_shortened_not_made_pu
     assert blocks[-1]["elements"][0]["text"] == SHORTENED
     assert block_text_size(blocks) <= TOTAL_MAX
     assert not fake.called("files.getUploadURLExternal")
+
+
+async def test_details_too_long_and_the_upload_refused_are_shortened(socket, fake, service):
+    fake.fail("files.getUploadURLExternal", status=200, body={"ok": False, "error": "missing_scope"})
+    markdown = "## Long\n\n" + "\n\n".join(f"paragraph {i} " + "words " * 300 for i in range(60))
+    assert service.storage.record_details("slack", f"{CHANNEL}:3.0", markdown, None)
+    value = FeedbackRef(f"{CHANNEL}:3.0").value()
+    await socket.send("interactive", click_on_thread_reply(value, fake.response_url("u1"), "3.0"))
+    (response,) = await fake.wait_until(lambda: fake.responses)
+    await socket.settled(1)
+    assert response.body["blocks"][-1]["elements"][0]["text"] == SHORTENED
+    assert not fake.called("files.completeUploadExternal")
