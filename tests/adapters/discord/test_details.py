@@ -126,3 +126,20 @@ async def test_pruned_details_are_gone_too(fake_discord, tmp_path):
         old, new = fake.find("POST", CALLBACK)
     assert old.json["data"]["content"] == GONE
     assert new.json["data"]["embeds"][0]["title"].startswith("vLLM: the KV cache holds 5,722 tokens")
+
+
+async def test_an_edited_paste_updates_the_details_too(garden):
+    fake = garden.fake
+    source = fake.message(KV_PASTE)
+    await fake.dispatch("MESSAGE_CREATE", source)
+    await fake.wait_for("POST", REPLY)
+    edited_text = KV_PASTE.replace("131072", "32768").replace("5728", "3664")
+    edited = {**source, "content": edited_text, "edited_timestamp": "2026-08-01T00:00:00+00:00"}
+    await fake.dispatch("MESSAGE_UPDATE", edited)
+    (patch,) = await fake.wait_for("PATCH", r"/channels/\d+/messages/\d+")
+    message = fake.sent_message(patch)
+    assert buttons(message)["Details"] == f"gg:dt:{source['id']}"
+    await fake.dispatch("INTERACTION_CREATE", fake.button_click(message, buttons(message)["Details"]))
+    (callback,) = await fake.wait_for("POST", CALLBACK)
+    title = callback.json["data"]["embeds"][0]["title"]
+    assert title == "vLLM: the KV cache holds 3,664 tokens, the context asks for 32,768"
