@@ -16,13 +16,14 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.core import GardenBot, Paste, collect_paste
+from bot.formatter import to_markdown
 from bot.message import IncomingMessage, SlashCommand
 from bot.metrics import Metrics
 from bot.policy import Deduper, RateLimiter
 from bot.redact import Redaction, redact
 from bot.reply import Reply
 from bot.settings import Limits
-from bot.storage import Storage
+from bot.storage import Storage, StoredDetails
 
 log = logging.getLogger("gpu_garden.service")
 
@@ -233,6 +234,22 @@ class GardenService:
         return await asyncio.to_thread(
             self.storage.record_feedback, platform, reply_key, user_id, signature, helpful
         )
+
+    async def store_details(
+        self, platform: str, reply_key: str, reply: Reply, chart: bytes | None = None
+    ) -> bool:
+        """Keep the full answer behind a reply's Details button (the bot's own, redacted, output);
+        False when there is no database to keep it in."""
+        if self.storage is None:
+            return False
+        markdown = to_markdown(reply, full=True)
+        return await asyncio.to_thread(self.storage.record_details, platform, reply_key, markdown, chart)
+
+    async def details(self, platform: str, reply_key: str) -> StoredDetails | None:
+        """The full answer stored for ``reply_key``, or None (never stored, pruned, no database)."""
+        if self.storage is None:
+            return None
+        return await asyncio.to_thread(self.storage.details_for, platform, reply_key)
 
     async def remember_reply(self, msg: IncomingMessage, reply_id: str | None, reply: Reply | None) -> None:
         source_key = self.source_key(msg)

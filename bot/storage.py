@@ -1,5 +1,6 @@
 """The bot's SQLite database: which messages were answered (so nothing is answered twice and edits
-re-triage in place), feedback votes per signature, and an event log for operators' stats.
+re-triage in place), feedback votes per signature, an event log for operators' stats, and the full
+answer behind each reply's "Details" button (the newest ``details_keep`` per platform are kept).
 
 A message is *claimed* when the bot starts on it and *settled* once its answer is posted (or the bot
 decided to stay silent).  A claim left unsettled by an earlier process (stopped mid-post, crashed)
@@ -22,7 +23,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.details import bounded
+
 log = logging.getLogger("gpu_garden.storage")
+
+# the Details store is bounded (our own bounds, not facts): a reply's Markdown is cut past
+# bot.details.MAX_BYTES, a chart over CHART_MAX_BYTES is not kept (the memory PNG is about 15 KB),
+# and each platform keeps its newest DETAILS_KEEP rows
+CHART_MAX_BYTES = 1024 * 1024
+DETAILS_KEEP = 2000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -55,7 +64,16 @@ CREATE TABLE IF NOT EXISTS events (
     latency_ms REAL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS details (
+    platform TEXT NOT NULL,
+    reply_key TEXT NOT NULL,
+    markdown TEXT NOT NULL,
+    chart BLOB,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (platform, reply_key)
+);
 CREATE INDEX IF NOT EXISTS events_time ON events (created_at);
+CREATE INDEX IF NOT EXISTS details_time ON details (platform, created_at);
 CREATE INDEX IF NOT EXISTS feedback_sig ON feedback (signature);
 """
 
@@ -79,6 +97,14 @@ def user_hash(platform: str, user_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class StoredDetails:
+    """The full answer behind a reply's Details button."""
+
+    markdown: str
+    chart: bytes | None = None
+
+
+@dataclass(frozen=True)
 class SignatureStats:
     signature: str
     answers: int
@@ -87,9 +113,10 @@ class SignatureStats:
 
 
 class Storage:
-    def __init__(self, path: Path | str, clock=time.time):
+    def __init__(self, path: Path | str, clock=time.time, details_keep: int = DETAILS_KEEP):
         self.path = Path(path)
         self.clock = clock
+        self.details_keep = details_keep
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self.failures = 0
@@ -241,6 +268,37 @@ class Storage:
                 ).fetchone()
                 return int(row[0] or 0), int(row[1] or 0)
         return 0, 0
+
+    # details -----------------------------------------------------------------------------------
+    def record_details(self, platform: str, reply_key: str, markdown: str, chart: bytes | None) -> bool:
+        """Keep the full answer (bounded) for ``reply_key``; prune this platform to the newest rows."""
+        text = bounded(markdown)
+        png = chart if chart is not None and len(chart) <= CHART_MAX_BYTES else None
+        with self._db("details") as db:
+            if db is not None:
+                db.execute(
+                    "INSERT INTO details (platform, reply_key, markdown, chart, created_at) VALUES (?,?,?,?,?) "
+                    "ON CONFLICT(platform, reply_key) DO UPDATE SET markdown=excluded.markdown, "
+                    "chart=excluded.chart, created_at=excluded.created_at",
+                    (platform, reply_key, text, png, self.clock()),
+                )
+                db.execute(
+                    "DELETE FROM details WHERE platform=? AND rowid NOT IN (SELECT rowid FROM details "
+                    "WHERE platform=? ORDER BY created_at DESC, rowid DESC LIMIT ?)",
+                    (platform, platform, self.details_keep),
+                )
+                return True
+        return False
+
+    def details_for(self, platform: str, reply_key: str) -> StoredDetails | None:
+        with self._db("details read") as db:
+            if db is not None:
+                row = db.execute(
+                    "SELECT markdown, chart FROM details WHERE platform=? AND reply_key=?",
+                    (platform, reply_key),
+                ).fetchone()
+                return None if row is None else StoredDetails(row[0], bytes(row[1]) if row[1] else None)
+        return None
 
     # events and stats --------------------------------------------------------------------------
     def record_event(

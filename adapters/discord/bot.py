@@ -25,7 +25,7 @@ from bot.reply import Reply
 from bot.service import GardenService
 from bot.settings import Settings
 
-from . import commands, events
+from . import commands, details, events
 from .feedback import FeedbackButton, feedback_view
 from .render import Rendered, notice_text, render, thread_name
 
@@ -93,7 +93,8 @@ class GardenClient(discord.Client):
 
     # lifecycle ---------------------------------------------------------------------------------
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(FeedbackButton)  # buttons on old replies keep working after a restart
+        # buttons on old replies keep working after a restart
+        self.add_dynamic_items(FeedbackButton, details.DetailsButton)
         self._session = aiohttp.ClientSession(timeout=DOWNLOAD_TIMEOUT)
 
     async def close(self) -> None:
@@ -288,6 +289,8 @@ class GardenClient(discord.Client):
     async def _send(self, message: discord.Message, rendered: Rendered, reply: Reply) -> discord.Message:
         """In a new thread on the message; as a reply where threads are off or not allowed."""
         view_key = str(message.id)
+        stored = await details.keep(self.service, view_key, reply, rendered)
+        view = feedback_view(view_key, reply.signature, stored)
         if self.settings.discord.reply_mode == "thread" and isinstance(message.channel, discord.TextChannel):
             try:
                 thread = await message.create_thread(
@@ -296,7 +299,7 @@ class GardenClient(discord.Client):
                 return await thread.send(
                     embeds=rendered.embeds,
                     files=rendered.discord_files(),
-                    view=feedback_view(view_key, reply.signature),
+                    view=view,
                     allowed_mentions=NO_MENTIONS,
                 )
             except discord.HTTPException as exc:
@@ -304,7 +307,7 @@ class GardenClient(discord.Client):
         return await message.reply(
             embeds=rendered.embeds,
             files=rendered.discord_files(),
-            view=feedback_view(view_key, reply.signature),
+            view=view,
             mention_author=False,
             allowed_mentions=NO_MENTIONS,
         )
@@ -318,11 +321,12 @@ class GardenClient(discord.Client):
             return False
         channel_id, _, reply_id = location.partition("/")
         target = self.get_partial_messageable(int(channel_id)).get_partial_message(int(reply_id))
+        stored = await details.keep(self.service, incoming.message_id, reply, rendered)
         try:
             await target.edit(
                 embeds=rendered.embeds,
                 attachments=rendered.discord_files(),
-                view=feedback_view(incoming.message_id, reply.signature),
+                view=feedback_view(incoming.message_id, reply.signature, stored),
                 allowed_mentions=NO_MENTIONS,
             )
         except discord.NotFound:

@@ -17,7 +17,7 @@ from discord import app_commands
 from bot.message import IncomingMessage, SlashCommand
 from calculator.resolve import suggest_gpus, suggest_models
 
-from . import events, render
+from . import details, events, render
 from .feedback import feedback_view
 
 if TYPE_CHECKING:
@@ -69,10 +69,12 @@ async def respond(
     outcome = await client.service.handle(incoming, event_id=f"interaction:{interaction.id}")
     if outcome.kind == "reply" and outcome.reply is not None:
         rendered = await client.render(outcome.reply)
+        key = str(interaction.id)
+        stored = await details.keep(client.service, key, outcome.reply, rendered)
         sent = await interaction.followup.send(
             embeds=rendered.embeds,
             files=rendered.discord_files(),
-            view=feedback_view(str(interaction.id), outcome.reply.signature),
+            view=feedback_view(key, outcome.reply.signature, stored),
             ephemeral=ephemeral,
             allowed_mentions=NO_MENTIONS,
             wait=True,

@@ -12,6 +12,8 @@ import re
 
 import discord
 
+from .details import DetailsButton
+
 log = logging.getLogger("gpu_garden.discord")
 
 PLATFORM = "discord"
@@ -69,9 +71,12 @@ class FeedbackButton(discord.ui.DynamicItem[discord.ui.Button], template=TEMPLAT
         )
 
 
-def feedback_view(key: str, signature: str | None) -> discord.ui.View:
-    """The two buttons for one reply (``key`` identifies the reply: source message or interaction id)."""
+def feedback_view(key: str, signature: str | None, details: bool = False) -> discord.ui.View:
+    """The two buttons for one reply (``key`` identifies the reply: source message or interaction id),
+    and the Details button when its full answer is stored."""
     view = discord.ui.View(timeout=None)
     view.add_item(FeedbackButton("y", key, signature))
     view.add_item(FeedbackButton("n", key, signature))
+    if details:
+        view.add_item(DetailsButton(key))
     return view

@@ -5,7 +5,7 @@ Listeners only translate (``events``, ``commands``), call the service, and rende
 - ``app_mention`` anywhere the bot is;
 - ``/vram`` (ack first, then compute, then ``respond``, ephemeral);
 - the "Triage this error" message shortcut (ephemeral answer);
-- the feedback buttons.
+- the feedback and Details buttons.
 Every listener catches and logs its own faults, so a malformed payload costs one event, never the
 connection.  Slack retries carry the same ``event_id`` and every message its ``ts``: both go to the
 service, which answers each message once.
@@ -32,6 +32,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack import details
 from adapters.slack.commands import command_text, from_vram_command, is_help, vram_help
 from adapters.slack.events import (
     Incoming,
@@ -41,6 +42,7 @@ from adapters.slack.events import (
     from_message_shortcut,
 )
 from adapters.slack.feedback import (
+    ACTION_DETAILS,
     ACTION_HELPFUL,
     ACTION_NOT_HELPFUL,
     FeedbackRef,
@@ -164,6 +166,7 @@ class SlackBridge:
         app.message_shortcut(TRIAGE_CALLBACK)(self._on_shortcut)
         app.action(ACTION_HELPFUL)(self._on_feedback)
         app.action(ACTION_NOT_HELPFUL)(self._on_feedback)
+        app.action(ACTION_DETAILS)(self._on_details)
 
     @contextlib.asynccontextmanager
     async def _guard(self, what: str) -> AsyncIterator[None]:
@@ -252,7 +255,9 @@ class SlackBridge:
             msg = await self._with_files(incoming)
             trigger = str(shortcut.get("trigger_id") or "")
             outcome = await self.service.handle(msg, event_id=f"shortcut:{trigger}" if trigger else None)
-            rendered = self._outcome(outcome, FeedbackRef(f"triage:{trigger or incoming.thread_ts}"))
+            key = f"triage:{trigger or incoming.thread_ts}"
+            stored = outcome.reply is not None and await details.keep(self.service, key, outcome.reply)
+            rendered = self._outcome(outcome, FeedbackRef(key), with_details=stored)
             if rendered is None:
                 return
             if respond is not None and shortcut.get("response_url"):
@@ -273,8 +278,13 @@ class SlackBridge:
                 helpful = action.get("action_id") == ACTION_HELPFUL
                 await respond(text=thanks(helpful, stored), response_type="ephemeral", replace_original=False)
 
+    async def _on_details(self, ack, body: dict, action: dict, respond) -> None:
+        await ack()
+        async with self._guard("details"):
+            await details.answer_click(self, body, action, respond)
+
     # answering ---------------------------------------------------------------------------------
-    def _outcome(self, outcome, feedback: FeedbackRef) -> Rendered | None:
+    def _outcome(self, outcome, feedback: FeedbackRef, with_details: bool = False) -> Rendered | None:
         """An ephemeral answer (slash command, shortcut): no files can go along."""
         if outcome.kind == "throttled" and outcome.notice:
             return render_notice(outcome.notice)
@@ -286,6 +296,7 @@ class SlackBridge:
             brief=self.slack.brief,
             feedback=FeedbackRef(feedback.reply_key, reply.signature),
             can_attach=False,
+            details=with_details,
         )
 
     async def _with_files(self, incoming: Incoming) -> IncomingMessage:
@@ -353,21 +364,25 @@ class SlackBridge:
         if reply is None:
             rendered = render_notice("The message was edited; I no longer see a known error in it.")
         else:
+            key = f"{msg.channel_id}:{msg.message_id}"
             rendered = render_reply(
                 reply,
                 brief=self.slack.brief,
-                feedback=FeedbackRef(f"{msg.channel_id}:{msg.message_id}", reply.signature),
+                feedback=FeedbackRef(key, reply.signature),
                 can_attach=False,
+                details=await details.keep(self.service, key, reply),
             )
         await self.client.chat_update(channel=msg.channel_id, ts=reply_ts, **rendered.payload())
         await self.service.remember_reply(msg, reply_ts, reply)
 
     async def post_reply(self, msg: IncomingMessage, thread_ts: str, reply: Reply) -> str | None:
         """Post in the thread; then (best effort) the full answer as a file and the memory chart."""
+        key = f"{msg.channel_id}:{msg.message_id or thread_ts}"
         rendered = render_reply(
             reply,
             brief=self.slack.brief,
-            feedback=FeedbackRef(f"{msg.channel_id}:{msg.message_id or thread_ts}", reply.signature),
+            feedback=FeedbackRef(key, reply.signature),
+            details=await details.keep(self.service, key, reply),
         )
         overflow = rendered.overflow
         try:
@@ -410,7 +425,7 @@ class SlackBridge:
             channel=channel, thread_ts=thread_ts, unfurl_links=False, unfurl_media=False, **kwargs
         )
 
-    async def _upload(self, channel: str, thread_ts: str, **kwargs: Any) -> None:
+    async def _upload(self, channel: str, thread_ts: str, **kwargs: Any) -> bool:
         """files_upload_v2 into the thread; a failure (no files:write, a restricted channel) is logged."""
         try:
             await self.client.files_upload_v2(channel=channel, thread_ts=thread_ts, **kwargs)
@@ -419,6 +434,8 @@ class SlackBridge:
         except Exception as exc:
             detail = exc.response.get("error") if isinstance(exc, SlackApiError) else exc.__class__.__name__
             log.warning("could not upload %s: %s", kwargs.get("filename"), detail)
+            return False
+        return True
 
 
 def create_app(settings: Settings, service: GardenService, **kwargs: Any) -> AsyncApp:

@@ -17,6 +17,7 @@ log = logging.getLogger("gpu_garden.slack.feedback")
 
 ACTION_HELPFUL = "garden_feedback_helpful"
 ACTION_NOT_HELPFUL = "garden_feedback_not_helpful"
+ACTION_DETAILS = "garden_details"
 FEEDBACK_BLOCK_ID = "garden_feedback"
 BUTTON_VALUE_MAX = 2000
 
@@ -45,7 +46,18 @@ class FeedbackRef:
         return cls(data["k"], sig if isinstance(sig, str) and sig else None)
 
 
-def feedback_block(ref: FeedbackRef) -> dict:
+def details_button(ref: FeedbackRef) -> dict:
+    """The "Details" button: its value names the reply whose full answer was stored."""
+    return {
+        "type": "button",
+        "action_id": ACTION_DETAILS,
+        "text": {"type": "plain_text", "text": "Details", "emoji": True},
+        "value": FeedbackRef(ref.reply_key).value(),
+    }
+
+
+def feedback_block(ref: FeedbackRef, details: bool = False) -> dict:
+    """The helpful / not helpful buttons, and Details when the reply's full answer is stored."""
     value = ref.value()
     return {
         "type": "actions",
@@ -63,6 +75,7 @@ def feedback_block(ref: FeedbackRef) -> dict:
                 "text": {"type": "plain_text", "text": "Not helpful", "emoji": True},
                 "value": value,
             },
+            *([details_button(ref)] if details else []),
         ],
     }
 

@@ -226,16 +226,18 @@ def render_reply(
     brief: bool = False,
     feedback: FeedbackRef | None = None,
     can_attach: bool = True,
+    details: bool = False,
 ) -> Rendered:
     """Block Kit for a reply; brief plus the full Markdown as a file when the full one is too big.
 
     ``can_attach`` is False where no file can go along (ephemeral answers): the reply is only shortened.
+    ``details``: the full answer is stored, so the buttons include "Details".
     """
     tail: list[dict] = []
     if reply.signature:
         tail.append(context(f"GPU Garden · `{escape(reply.signature)}`"))
     if feedback is not None and reply.kind in FEEDBACK_KINDS:
-        tail.append(feedback_block(feedback))
+        tail.append(feedback_block(feedback, details))
     text = fallback_text(reply)
     blocks = _content_blocks(reply, brief) + tail
     if fits(blocks):

@@ -54,7 +54,7 @@ async def test_paste_in_enabled_channel_gets_a_threaded_reply(garden):
     assert fixes and fixes[0]["value"].endswith("```bash\nvllm serve <model> --max-model-len 5120\n```")
     assert "--max-model-len" in embed_text(reply)
     buttons = body["components"][0]["components"]
-    assert [b["label"] for b in buttons] == ["Helpful", "Not helpful"]
+    assert [b["label"] for b in buttons] == ["Helpful", "Not helpful", "Details"]
     assert buttons[0]["custom_id"] == f"gg:fb:y:{source['id']}:vllm.kv_cache_too_small.v0"
     expected = (f"{source['id']}/{reply.response['id']}", "vllm.kv_cache_too_small.v0")
     assert await eventually(
