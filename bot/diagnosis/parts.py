@@ -135,7 +135,9 @@ def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
         segs.append(MemorySegment("not used (1-util)", outcome.total_gib - outcome.target_gib, "computed"))
     elif top - used > 0.01:
         segs.append(MemorySegment("free", top - used, "computed"))
-    return MemoryPicture(total_gib=outcome.total_gib, segments=segs, title=title)
+    return MemoryPicture(
+        total_gib=outcome.total_gib, segments=segs, title=title, target_gib=outcome.target_gib
+    )
 
 
 def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
