@@ -57,11 +57,12 @@ def arrow_ansi(text: str) -> str:
 def quote_bars(text: str) -> str:
     if "\u258e" not in text and "\n>" not in text and not text.lstrip().startswith(">"):
         return text  # no bar anywhere: skip the line scan
-    lines = [line for line in text.split("\n") if line.strip()]
-    if not lines:
-        return text
-    quoted = sum(1 for line in lines if _QUOTE.match(line))
-    if quoted < QUOTED_SHARE * len(lines):
+    needed = QUOTED_SHARE * sum(map(bool, map(str.strip, text.split("\n"))))  # of the non-empty lines
+    if not needed or text.count(">") + text.count("\u258e") < needed:
+        return text  # too few bars in the whole text for most lines to start with one
+    # one match per quoted line at most (the pattern cannot cross a newline); counted in the UTF-8 bytes
+    quoted = sum(1 for _m in _QUOTE.finditer(text.encode("utf-8", "surrogatepass")))
+    if quoted < needed:
         return text
     return _QUOTE.sub("", text)
 
