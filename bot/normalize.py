@@ -326,9 +326,6 @@ def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
 
 def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
-    logical = [
-        lines[a]
-        + "".join(glue + lines[k].lstrip() if glue else lines[k].lstrip() for k in range(a + 1, b + 1))
-        for a, b in groups
-    ]
+    strip = str.lstrip
+    logical = [glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in groups]
     return View.build(logical, tuple(a for a, _b in groups))

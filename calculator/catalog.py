@@ -253,6 +253,11 @@ def _files(*names: str) -> list[tuple[str, bytes]]:
     return [(p.relative_to(DATA_DIR).as_posix(), p.read_bytes()) for p in paths]
 
 
+def catalog_files(*names: str) -> list[tuple[str, bytes]]:
+    """(name, bytes) of catalog data files, for keying what is derived from them."""
+    return _files(*names)
+
+
 def _validated(kind: str, files: list[tuple[str, bytes]], build, expect: type):
     key = content_key(kind, files, (Path(__file__).resolve(),))
     return cached(key, lambda: build(files), expect)
