@@ -143,21 +143,25 @@ def _offsets(lengths) -> array:
 
 @dataclass(frozen=True)
 class View:
-    """One rendering of the paste: ``text`` plus where each logical line starts.
+    """One rendering of the paste, kept as UTF-8 ``data`` plus where each logical line starts.
 
-    ``data`` is the same text in UTF-8: patterns search bytes (RE2 would otherwise re-encode the whole
-    text on every search), so match offsets are byte offsets into ``data``.  Line offsets are computed
-    on first use (a paste with no finding never needs them).
+    Patterns search the bytes (RE2 would otherwise re-encode the whole text on every search), so match
+    offsets are byte offsets into ``data``.  ``text`` and the line offsets are computed on first use:
+    a paste with no finding never needs them, and a non-ASCII paste is not held twice (a ``str`` with
+    one non-Latin-1 character takes two or four bytes per character).
     """
 
-    text: str
     first_physical: Sequence[int]  # physical line number (0-based) of each logical line
     data: bytes = b""
 
     @classmethod
     def build(cls, lines: list[str], first_physical: Sequence[int]) -> View:
-        text = "\n".join(lines)
-        return cls(text, first_physical, _ENCODE(text))
+        # encoded line by line: the joined text never exists as one more large str
+        return cls(first_physical, b"\n".join(map(_ENCODE, lines)))
+
+    @cached_property
+    def text(self) -> str:
+        return self.data.decode("utf-8", "surrogatepass")
 
     @cached_property
     def byte_starts(self) -> array:
@@ -167,7 +171,7 @@ class View:
     @cached_property
     def line_starts(self) -> array:
         """Char offset of each logical line in ``text``."""
-        if len(self.data) == len(self.text):  # ASCII: byte and char offsets agree
+        if self.data.isascii():  # byte and char offsets agree
             return self.byte_starts
         return _offsets(map(len, self.text.split("\n")))
 
