@@ -156,8 +156,7 @@ class View:
 
     @classmethod
     def build(cls, lines: list[str], first_physical: Sequence[int]) -> View:
-        # encoded line by line: the joined text never exists as one more large str
-        return cls(first_physical, b"\n".join(map(_ENCODE, lines)))
+        return cls(first_physical, _ENCODE("\n".join(lines)))  # the joined str is dropped at once
 
     @cached_property
     def text(self) -> str:
