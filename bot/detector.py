@@ -139,14 +139,20 @@ def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
 
 class PatternBank:
     """Every pattern of a knowledge base, compiled once, plus an RE2 Set that finds in one pass over a
-    view which of them match anywhere; only those are then searched one by one."""
+    view which of them match anywhere; only those are then searched one by one.
+
+    The Set also holds a sentinel, ``\\z``, which matches every text: RE2's ``Set::Match`` answers
+    "no match" both when nothing matched and when its DFA ran out of memory, so a result without the
+    sentinel means the pass failed, and every pattern is then searched (never "no finding")."""
 
     SET_MAX_MEM = 256 << 20
+    SENTINEL = r"\z"
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self.compiled: list[Any] = []
         self._set: Any = None
+        self._sentinel = -1
 
     def add(self, pattern: str) -> int:
         if pattern not in self._ids:
@@ -157,10 +163,12 @@ class PatternBank:
     def freeze(self) -> None:
         options = re2.Options()
         options.max_mem = self.SET_MAX_MEM
+        options.log_errors = False
         candidate = re2.Set.SearchSet(options)
         try:
             for pattern in self._ids:
                 candidate.Add(pattern)
+            self._sentinel = candidate.Add(self.SENTINEL)
             candidate.Compile()
         except re2.error:
             candidate = None  # fall back to searching every pattern
@@ -168,9 +176,13 @@ class PatternBank:
 
     def scan(self, norm: Normalized) -> list[frozenset[int] | None]:
         """Per view, the ids of the patterns that match it (None: unknown, search them all)."""
+        return [self._scan_one(view.data) for view in norm.views]
+
+    def _scan_one(self, data: bytes) -> frozenset[int] | None:
         if self._set is None:
-            return [None] * len(norm.views)
-        return [frozenset(self._set.Match(view.data) or ()) for view in norm.views]
+            return None
+        found = frozenset(self._set.Match(data) or ())
+        return found if self._sentinel in found else None  # no sentinel: the pass itself failed
 
 
 class Detector:

@@ -143,21 +143,24 @@ def _offsets(lengths) -> array:
 
 @dataclass(frozen=True)
 class View:
-    """One rendering of the paste: ``text`` plus where each logical line starts.
+    """One rendering of the paste, kept as UTF-8 ``data`` plus where each logical line starts.
 
-    ``data`` is the same text in UTF-8: patterns search bytes (RE2 would otherwise re-encode the whole
-    text on every search), so match offsets are byte offsets into ``data``.  Line offsets are computed
-    on first use (a paste with no finding never needs them).
+    Patterns search the bytes (RE2 would otherwise re-encode the whole text on every search), so match
+    offsets are byte offsets into ``data``.  ``text`` and the line offsets are computed on first use:
+    a paste with no finding never needs them, and a non-ASCII paste is not held twice (a ``str`` with
+    one non-Latin-1 character takes two or four bytes per character).
     """
 
-    text: str
     first_physical: Sequence[int]  # physical line number (0-based) of each logical line
     data: bytes = b""
 
     @classmethod
     def build(cls, lines: list[str], first_physical: Sequence[int]) -> View:
-        text = "\n".join(lines)
-        return cls(text, first_physical, _ENCODE(text))
+        return cls(first_physical, _ENCODE("\n".join(lines)))  # the joined str is dropped at once
+
+    @cached_property
+    def text(self) -> str:
+        return self.data.decode("utf-8", "surrogatepass")
 
     @cached_property
     def byte_starts(self) -> array:
@@ -167,7 +170,7 @@ class View:
     @cached_property
     def line_starts(self) -> array:
         """Char offset of each logical line in ``text``."""
-        if len(self.data) == len(self.text):  # ASCII: byte and char offsets agree
+        if self.data.isascii():  # byte and char offsets agree
             return self.byte_starts
         return _offsets(map(len, self.text.split("\n")))
 
@@ -326,9 +329,6 @@ def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
 
 def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
-    logical = [
-        lines[a]
-        + "".join(glue + lines[k].lstrip() if glue else lines[k].lstrip() for k in range(a + 1, b + 1))
-        for a, b in groups
-    ]
+    strip = str.lstrip
+    logical = [glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in groups]
     return View.build(logical, tuple(a for a, _b in groups))

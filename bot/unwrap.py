@@ -57,17 +57,29 @@ def arrow_ansi(text: str) -> str:
 def quote_bars(text: str) -> str:
     if "\u258e" not in text and "\n>" not in text and not text.lstrip().startswith(">"):
         return text  # no bar anywhere: skip the line scan
-    lines = [line for line in text.split("\n") if line.strip()]
-    if not lines:
-        return text
-    quoted = sum(1 for line in lines if _QUOTE.match(line))
-    if quoted < QUOTED_SHARE * len(lines):
+    needed = QUOTED_SHARE * sum(map(bool, map(str.strip, text.split("\n"))))  # of the non-empty lines
+    if not needed or text.count(">") + text.count("\u258e") < needed:
+        return text  # too few bars in the whole text for most lines to start with one
+    # one match per quoted line at most (the pattern cannot cross a newline); counted in the UTF-8 bytes
+    quoted = sum(1 for _m in _QUOTE.finditer(text.encode("utf-8", "surrogatepass")))
+    if quoted < needed:
         return text
     return _QUOTE.sub("", text)
 
 
 def glued_records(text: str) -> str:
-    return _GLUED.sub("\\1\n\\2", text)
+    """A newline in front of every glued header (the blank before it dropped).  Searched in UTF-8 bytes
+    and spliced by offsets: RE2 on a ``str`` maps every match's offsets back to characters."""
+    data = text.encode("utf-8", "surrogatepass")
+    pieces: list[bytes] = []
+    end = 0
+    for m in _GLUED.finditer(data):
+        pieces += (data[end : m.end(1)], b"\n")
+        end = m.start(2)
+    if not pieces:
+        return text
+    pieces.append(data[end:])
+    return b"".join(pieces).decode("utf-8", "surrogatepass")
 
 
 def cloudwatch_duplicates(text: str) -> str:

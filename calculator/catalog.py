@@ -256,6 +256,11 @@ def _files(*names: str) -> list[tuple[str, bytes]]:
 _CODE = code_digest(Path(__file__).resolve())
 
 
+def catalog_files(*names: str) -> list[tuple[str, bytes]]:
+    """(name, bytes) of catalog data files, for keying what is derived from them."""
+    return _files(*names)
+
+
 def _validated(kind: str, files: list[tuple[str, bytes]], build, expect: type):
     key = content_key(kind, files, _CODE)
     return cached(key, lambda: build(files), expect)

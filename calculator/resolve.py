@@ -8,14 +8,39 @@ unknown name raises :class:`NameNotFound` carrying the closest known names. GPUs
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, wraps
+from pathlib import Path
+from typing import TypeVar
 
 import re2
 from rapidfuzz import fuzz, process
 
-from calculator.catalog import GPU, ModelSpec, Variant, gpus, models, quant_formats
+from calculator import catalog
+from calculator import model_names as names_module
+from calculator.catalog import GPU, ModelSpec, Variant, catalog_files, gpus, models, quant_formats
 from calculator.model_names import ParsedName, key_numbers, model_key, parse_name
+from knowledge.cache import cached, code_digest, content_key
+
+_Index = TypeVar("_Index")
+# the code an index is built by: an edit to any of these rebuilds the cached indexes
+_INDEX_CODE = code_digest(*(Path(f).resolve() for f in (__file__, names_module.__file__, catalog.__file__)))
+
+
+def _catalog_index(build: Callable[[], _Index]) -> Callable[[], _Index]:
+    """Build a name index once per catalog content: kept in the validated-data cache, keyed by every
+    catalog data file and the code that builds it, so a start with an unchanged catalog reads the
+    index back instead of re-normalising every name."""
+
+    @cache
+    @wraps(build)
+    def index() -> _Index:
+        files = catalog_files("gpus.yaml", "models", "quants.yaml")
+        return cached(content_key(f"index-{build.__name__.strip('_')}", files, _INDEX_CODE), build, dict)
+
+    return index
+
 
 _QUANT_TOKENS: dict[str, tuple[str, ...]] = {
     "awq": ("awq", "awq-int4", "int4-awq"),
@@ -123,7 +148,7 @@ def _gpu_query(name: str) -> _GpuQuery:
     return _GpuQuery(normalise(_GPU_SIZE.sub(r"\1 ", text)), sizes)
 
 
-@cache
+@_catalog_index
 def _gpu_index() -> dict[str, tuple[str, ...]]:
     """Name key (no vendor words, no size) -> ids of every entry that name covers, in catalog order."""
     index: dict[str, list[str]] = {}
@@ -290,7 +315,7 @@ def exact_keys(m: ModelSpec) -> list[tuple[str, str | None]]:
     return [(k, v) for k, v in out if k]
 
 
-@cache
+@_catalog_index
 def _model_index() -> dict[str, tuple[str, str | None]]:
     """Exact keys; a model id without its organisation comes last (``Llama-3.1-8B`` is the base
     checkpoint, unless an alias already claims the short name for a same-size tune)."""
@@ -303,7 +328,7 @@ def _model_index() -> dict[str, tuple[str, str | None]]:
     return index
 
 
-@cache
+@_catalog_index
 def _loose_index() -> dict[str, list[str]]:
     """Keys without instruct/chat/hf words (and without release words): key -> model ids."""
     index: dict[str, list[str]] = {}
@@ -316,7 +341,7 @@ def _loose_index() -> dict[str, list[str]]:
     return index
 
 
-@cache
+@_catalog_index
 def _ollama_index() -> dict[str, tuple[str, str]]:
     """Ollama tags exactly as typed (``gemma3:27b``): they name a GGUF variant, not the base model."""
     index: dict[str, tuple[str, str]] = {}

@@ -14,10 +14,11 @@ from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.fixes import Goal, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
+from calculator.catalog import GPU
 from calculator.estimate import EngineName
 from calculator.plan import Outcome
 from calculator.units import fmt_tokens
-from knowledge.features import supports
+from knowledge.features import quant_min_capability, supports
 from knowledge.levers import lever_for
 
 _SENTENCE_END = re2.compile(r"(?:[.!?])\s+")
@@ -240,6 +241,21 @@ def other_engine_lines(situation: Situation, length: int | None) -> list[Fix]:
     return out
 
 
+def _runs(gpu: GPU, quant: str | None) -> bool:
+    """Only hardware that runs the checkpoint: vLLM's minimum capability for its quantization on NVIDIA
+    (knowledge/features.yaml), fp8 / fp4 support elsewhere."""
+    if quant is None:
+        return True
+    if gpu.vendor == "nvidia" and gpu.cc is not None:
+        need = quant_min_capability(quant.split("-")[0], None)
+        return need is None or gpu.cc >= need
+    if quant.startswith("fp8"):
+        return gpu.fp8
+    if quant == "nvfp4":
+        return gpu.fp4
+    return True
+
+
 def hardware(situation: Situation, length: int | None) -> Section | None:
     """When no software fix exists: the smallest setups from the catalog that serve the model."""
     if situation.model is None:
@@ -248,9 +264,12 @@ def hardware(situation: Situation, length: int | None) -> Section | None:
 
     known = situation.engine in ("vllm", "llama.cpp", "ollama", "sglang")
     engine = cast(EngineName, situation.engine) if known else "vllm"
-    options = gpus_for_model(
-        situation.model.model, situation.model.variant, context=length, engine=engine, limit=3
-    )
+    variant = situation.model.variant
+    options = [
+        o
+        for o in gpus_for_model(situation.model.model, variant, context=length, engine=engine, limit=8)
+        if _runs(o.gpu, variant.quant if variant else None)
+    ][:3]
     if not options:
         return Section(
             "Hardware",
