@@ -36,12 +36,7 @@ WILD_FAMILY_CATEGORY = {
     "candle_cuda_oom": "gpu_oom",
 }
 
-KNOWN_MISSES = {
-    "tgi563-allocation-exceeds-allowed": "TGI 0.8's PyTorch-allocator wording 'Allocation on device 0 would exceed "
-    "allowed memory' (in a Rust Debug string) has no signature yet",
-    "ollama16968-llama-server-startup-oom-title": "Ollama 0.30's 'llama-server reported out-of-memory during startup' "
-    "wrapper, cut before the buffer size, has no signature yet",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _param(record: dict) -> object:
