@@ -23,6 +23,7 @@ from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens
 from calculator.vllm import derived_max_model_len
+from knowledge.features import supports
 
 ENGINE_NAME = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI"}
 
@@ -128,6 +129,8 @@ def request_too_long(situation: Situation) -> Reply:
 
             found = [Candidate([lever("cap_context")], plan, out, True), *found]
         fixes += to_fixes(situation, budget, found, goal, limit=1)
+    if asked and not any(f.engine == situation.engine for f in fixes):
+        fixes += _fitted_context(situation, _round_up(int(asked)))
     key: str | None = (
         f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
     )
@@ -135,6 +138,30 @@ def request_too_long(situation: Situation) -> Reply:
         key = None
     facts = log_facts(situation) + setup_facts(situation)
     return reply(situation, title, key, fixes, facts)
+
+
+def _fitted_context(situation: Situation, length: int) -> list[Fix]:
+    """A longer context the engine itself makes fit, when the paste's numbers cannot size it: llama.cpp
+    ``-c N --fit on`` (b7407+: layers move to the CPU so the context fits), Ollama ``OLLAMA_CONTEXT_LENGTH``
+    (v0.30+ hands the layer placement to llama.cpp's --fit)."""
+    from bot.diagnosis.commands import _GROUPS, _base
+    from bot.shell import render
+
+    engine, version, fork = situation.engine, situation.version, situation.fork
+    check = {"kind": "auto-fit", "starts": "layers placed by the engine", "serves": length}
+    if engine == "llama.cpp" and supports(version, "llamacpp.fit", fork) is not False:
+        groups, switches = _GROUPS["llama.cpp"]
+        command = render(
+            _base(situation, "llama.cpp"), {"-c": str(length), "-ngl": None, "--fit": "on"}, groups, switches
+        )
+        return [Fix("llama.cpp", f"serve {fmt_tokens(length)} tokens and let --fit place the layers", command,
+                    "llama.cpp b7407+ moves layers to the CPU until the context fits", "slower generation if layers move to the CPU", 2,
+                    {**check, "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
+    if engine == "ollama" and supports(version, "ollama.context_length_env", fork) is not False:
+        return [Fix("ollama", f"serve {fmt_tokens(length)} tokens", f"OLLAMA_CONTEXT_LENGTH={length} ollama serve",
+                    "Ollama places the layers so the context fits", "slower generation if layers move to the CPU", 2,
+                    {**check, "needs": "Ollama 0.5.13 or newer"})]  # fmt: skip
+    return []
 
 
 def _round_up(tokens: int) -> int:
