@@ -6,7 +6,7 @@ The key point says what holds the memory and by how much it is short; fixes are 
 
 from __future__ import annotations
 
-from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.budgets import Budget, budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.fixes import Goal, candidates, to_fixes
 from bot.diagnosis.parts import (
@@ -21,6 +21,7 @@ from bot.diagnosis.parts import (
 )
 from bot.reply import Fix, Reply
 from bot.situation import Situation
+from calculator.plan import Outcome
 from calculator.units import fmt_tokens
 from calculator.vllm import VllmEstimate
 
@@ -95,6 +96,23 @@ def _util_within_free(
                 {"starts": True, "asks_gib": round(lowered * total, 2), "free_gib": free})]  # fmt: skip
 
 
+def _verified(situation: Situation, budget: Budget | None) -> list[Fix]:
+    """The signature's levers as fixes recomputed on the budget (nothing when it cannot be built)."""
+    if budget is None:
+        return []
+    goal = Goal(length=budget.plan0.max_len, may_shorten=True)
+    return to_fixes(situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal)
+
+
+def _budget_reply(situation: Situation, title: str, key: str | None, fixes: list[Fix],
+                  out0: Outcome | None, budget: Budget | None) -> Reply:  # fmt: skip
+    """The reply of a budget-over form: its fixes, what holds the memory, hardware when nothing else works."""
+    extra = [] if fixes else [hardware(situation, budget.plan0.max_len if budget else None)]
+    engine = _name(situation.engine)
+    return reply(situation, title, key, fixes + advice_fixes(situation, situation.root.remedies),
+                 log_facts(situation) + setup_facts(situation), picture(out0, f"GPU memory as {engine} budgets it"), extra)  # fmt: skip
+
+
 def no_kv(situation: Situation) -> Reply:
     budget = budget_for(situation)
     engine = _name(situation.engine)
@@ -104,24 +122,8 @@ def no_kv(situation: Situation) -> Reply:
     if out0 is not None and out0.target_gib:
         used = sum(t.gib for t in out0.terms if t.name != "kv cache")
         key = f"Weights, activations and graphs take {used:.2f} GiB of the {out0.target_gib:.2f} GiB {engine} may use; the KV cache gets {max(0.0, out0.kv_gib):.2f} GiB."
-    fixes: list[Fix] = []
-    serves = False
-    if budget is not None:
-        goal = Goal(length=budget.plan0.max_len, may_shorten=True)
-        found = candidates(situation, budget, situation.root.remedies, goal)
-        serves = bool(found)
-        fixes += to_fixes(situation, budget, found, goal)
-    fixes += advice_fixes(situation, situation.root.remedies)
-    extra = [] if serves else [hardware(situation, budget.plan0.max_len if budget else None)]
-    return reply(
-        situation,
-        title,
-        key,
-        fixes,
-        log_facts(situation) + setup_facts(situation),
-        picture(out0, f"GPU memory as {engine} budgets it"),
-        extra,
-    )
+    fixes = _verified(situation, budget)
+    return _budget_reply(situation, title, key, fixes, out0, budget)
 
 
 def torch_oom(situation: Situation) -> Reply:
@@ -180,25 +182,10 @@ def alloc_failed(situation: Situation) -> Reply:
     key = None
     if out0 is not None and out0.total_gib:
         key = f"The weights, KV cache and compute buffers need about {sum(t.gib for t in out0.terms):.1f} GiB; the GPU has {out0.total_gib:.1f} GiB."
-    fixes: list[Fix] = []
-    if budget is not None:
-        goal = Goal(length=budget.plan0.max_len, may_shorten=True)
-        fixes = to_fixes(
-            situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
-        )
-    if not fixes:
-        fixes = self_fit_fixes(situation) if situation.engine == "llama.cpp" else []
-    fixes += advice_fixes(situation, situation.root.remedies)
-    extra = [] if fixes else [hardware(situation, budget.plan0.max_len if budget else None)]
-    return reply(
-        situation,
-        title,
-        key,
-        fixes,
-        log_facts(situation) + setup_facts(situation),
-        picture(out0, f"GPU memory as {engine} budgets it"),
-        extra,
-    )
+    fixes = _verified(situation, budget)
+    if not fixes and situation.engine == "llama.cpp":
+        fixes = self_fit_fixes(situation)
+    return _budget_reply(situation, title, key, fixes, out0, budget)
 
 
 def host_short(situation: Situation) -> Reply:
