@@ -47,3 +47,12 @@ import huggingface_hub  # noqa: E402, F401
 def _hub_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("GPU_GARDEN_HUB_CACHE_DIR", str(tmp_path / "hub-cache"))
+
+
+# CI runs the property tests with a fixed seed, so a rare case found once is reproduced, not a coin flip;
+# local runs keep exploring new cases.
+if os.environ.get("CI"):
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("ci", derandomize=True)
+    _hypothesis_settings.load_profile("ci")

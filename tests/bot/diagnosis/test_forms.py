@@ -138,3 +138,42 @@ def test_pytorch_oom_larger_than_the_gpu_says_so():
 def test_request_too_long_gets_the_output_budget_that_fits():
     reply = reply_for(corpus_record("logdetective193-llamacpppy-2285-2048")["text"])
     assert reply.title == "llama.cpp: the request needs 2,285 tokens, the server holds 2,048"
+
+
+# --- the key point each family leads with (exact sentences, from the paste's own numbers) -----------
+
+
+def test_key_point_host_memory():
+    reply = reply_for(corpus_record("continue11478-llama31-8b")["text"])
+    assert reply.title == "Not enough system memory: needs 2.7 GiB, 2.3 GiB available"
+    assert reply.summary == "The model needs 2.7 GiB of system RAM and 2.3 GiB is available: 0.4 GiB short."
+    assert all("nvidia-smi" not in f.command for f in reply.fixes)  # system RAM, not the GPU
+
+
+def test_key_point_quantization_below_capability():
+    reply = reply_for(corpus_record("vllm4202-awq-v100-wrapped-args")["text"])
+    assert reply.summary == "The awq kernels need compute capability 7.5; this GPU has 7.0."
+
+
+def test_key_point_request_longer_than_the_context():
+    reply = reply_for(corpus_record("vllm447-mpt7b-prompt-limit")["text"])
+    assert reply.summary == "The request is 3,622 tokens; the server was started with room for 2,560."
+
+
+def test_key_point_memory_report_is_not_an_error():
+    reply = reply_for(corpus_record("vllm10517-20k-ok")["text"])
+    assert reply.fixes == []
+    assert reply.summary.startswith("Total 23.58 GiB x utilization 0.9;")
+
+
+def test_key_point_weights_that_do_not_fit_one_gpu():
+    reply = reply_for(corpus_record("llamacpp20431-weights-145gb")["text"])
+    assert reply.title == "llama.cpp: could not allocate 144,817 MiB for the CUDA0 buffer"
+    assert "the context size does not" in reply.summary
+    assert all("-c " not in f.command for f in reply.fixes)  # a smaller context is no fix for weights
+
+
+def test_non_memory_failures_get_no_memory_diagnosis():
+    for rid in ("neg-vllm6689-bus-error-shm", "neg-openinstruct738-tokenizer-enum"):
+        reply = diagnose(detect(corpus_record(rid)["text"]))
+        assert reply is None or reply.category not in {"gpu_oom", "kv_cache_too_small", "no_kv_memory"}
