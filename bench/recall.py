@@ -31,39 +31,9 @@ from knowledge.schema import CONFIG_CATEGORIES, MEMORY_CATEGORIES  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 
-# family -> the category that must be the root finding (the development corpus's families and the wild ones)
-FAMILY_CATEGORY = {
-    "vllm_max_seq_len_kv": "kv_cache_too_small",
-    "vllm_v1_kv_insufficient": "kv_cache_too_small",
-    "vllm_no_cache_blocks": "no_kv_memory",
-    "sglang_not_enough_memory": "no_kv_memory",
-    "tgi_warmup_not_enough_memory": "no_kv_memory",
-    "vllm_free_mem_less_than_util": "gpu_memory_in_use",
-    "torch_cuda_oom": "gpu_oom",
-    "llamacpp_cuda_oom": "gpu_oom",
-    "llamacpp_metal_oom": "gpu_oom",
-    "mlx_metal_oom": "gpu_oom",
-    "candle_cuda_oom": "gpu_oom",
-    "vllm_cudagraph_oom": "gpu_oom",
-    "llamacpp_kv_alloc_failed": "kv_alloc_failed",
-    "ollama_system_memory": "host_memory",
-    "vllm_tp_divisibility": "tp_divisibility",
-    "vllm_bf16_unsupported": "dtype_unsupported",
-    "vllm_quant_unsupported": "quantization_unsupported",
-    "vllm_max_model_len_gt_derived": "max_len_exceeds_model",
-    "vllm_max_num_batched_tokens": "batched_tokens_too_small",
-    "llamacpp_context_exceeded": "context_exceeded",
-    "vllm_request_context_exceeded": "context_exceeded",
-    "vllm_prompt_too_long": "context_exceeded",
-    "ollama_runner_terminated": "runner_crashed",
-    "vllm_profile_log": "memory_report",
-    "llamacpp_kv_buffer_log": "memory_report",
-    "ollama_offload_log": "memory_report",
-    "sglang_kv_alloc_log": "memory_report",
-    "sglang_request_too_long": "context_exceeded",
-    "llamacpp_fit_log": "memory_report",
-    "sglang_decode_retract": "kv_cache_too_small",
-}
+# family -> the category that must be the root finding: the one map the tests check too
+from tests.test_wild import WILD_FAMILY_CATEGORY as FAMILY_CATEGORY  # noqa: E402
+
 # a fact's name in the corpus -> the name a finding carries it under, where the two differ
 FACT_ALIASES = {"max_seq_len": "max_model_len", "gpu_total_gib": "total_gib"}
 NEGATIVE = "negative_"

@@ -34,7 +34,8 @@ from typing import Literal, get_args
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Category = Literal[
+# The corpus README's vocabulary: the memory and context categories.
+MemoryCategory = Literal[
     "kv_cache_too_small",
     "no_kv_memory",
     "gpu_memory_in_use",
@@ -49,6 +50,9 @@ Category = Literal[
     "context_exceeded",
     "runner_crashed",
     "memory_report",
+]
+# Non-memory errors we still know how to answer (a config error is never a memory category).
+NonMemoryCategory = Literal[
     "kv_quant_needs_flash_attn",
     "gpu_unsupported",
     "invalid_argument",
@@ -68,28 +72,10 @@ Category = Literal[
     # a launcher's own "could not load" line: the cause is in the backend's lines before it
     "load_failed",
 ]
+Category = Literal[MemoryCategory, NonMemoryCategory]
 
-# Categories for non-memory configuration errors we still know how to fix.
-CONFIG_CATEGORIES: frozenset[str] = frozenset(
-    {
-        "kv_quant_needs_flash_attn",
-        "gpu_unsupported",
-        "invalid_argument",
-        "looks_like_memory",
-        "nccl_shared_memory",
-        "hub_access",
-        "disk_full",
-        "permission_denied",
-        "port_in_use",
-        "driver_mismatch",
-        "illegal_memory_access",
-        "chat_template",
-        "unsupported_architecture",
-        "load_failed",
-    }
-)
-# The corpus README's vocabulary: every other category (a config error is never one of these).
-MEMORY_CATEGORIES: frozenset[str] = frozenset(get_args(Category)) - CONFIG_CATEGORIES
+CONFIG_CATEGORIES: frozenset[str] = frozenset(get_args(NonMemoryCategory))
+MEMORY_CATEGORIES: frozenset[str] = frozenset(get_args(MemoryCategory))
 
 Unit = Literal[
     "tokens",
