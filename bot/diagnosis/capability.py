@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
-from bot.diagnosis.commands import _GROUPS, _base
+from bot.diagnosis.commands import user_command
 from bot.diagnosis.parts import env_fixes, hardware, log_facts, reply, setup_facts
 from bot.reply import Fix, Reply
-from bot.shell import render
 from bot.situation import Situation
 from knowledge.features import quant_min_capability, supports
 
@@ -38,8 +37,7 @@ def _quant_fixes(situation: Situation, method: str) -> list[Fix]:
         out0 = budget.estimate.evaluate(budget.plan0) if budget else None
         if out0 is None or not out0.starts:
             continue
-        groups, switches = _GROUPS["vllm"]
-        command = render(_base(swapped, "vllm"), {"--quantization": None}, groups, switches)
+        command = user_command(swapped, "vllm", {"--quantization": None})
         out.append(Fix("vllm", f"the {variant.quant.upper()} checkpoint", command,
                        f"runs on compute capability {cc:g}; predicted to start", "another checkpoint to download", 1,
                        {"starts": True, "fit_tokens": out0.fit_len}))  # fmt: skip
@@ -104,9 +102,8 @@ def flash_attn_needed(situation: Situation) -> Reply:
     key = "A quantized V cache (q8_0 / q4_0) only works with flash attention on."
     fixes: list[Fix] = []
     if situation.engine == "llama.cpp":
-        groups, switches = _GROUPS["llama.cpp"]
         takes_value = supports(situation.version, "llamacpp.fa_value", situation.fork)
-        fixes.append(Fix("llama.cpp", "turn flash attention on", render(_base(situation, "llama.cpp"), {"-fa": "on" if takes_value is not False else ""}, groups, switches),
+        fixes.append(Fix("llama.cpp", "turn flash attention on", user_command(situation, "llama.cpp", {"-fa": "on" if takes_value is not False else ""}),
                          "the quantized V cache can be used", "", 1, {"kind": "setting"}))  # fmt: skip
     elif situation.engine == "ollama":
         fixes.append(Fix("ollama", "turn flash attention on", "OLLAMA_FLASH_ATTENTION=1 ollama serve",

@@ -144,16 +144,12 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
     """A longer context the engine itself makes fit, when the paste's numbers cannot size it: llama.cpp
     ``-c N --fit on`` (b7407+: layers move to the CPU so the context fits), Ollama ``OLLAMA_CONTEXT_LENGTH``
     (v0.30+ hands the layer placement to llama.cpp's --fit)."""
-    from bot.diagnosis.commands import _GROUPS, _base
-    from bot.shell import render
+    from bot.diagnosis.commands import user_command
 
     engine, version, fork = situation.engine, situation.version, situation.fork
     check = {"kind": "auto-fit", "starts": "layers placed by the engine", "serves": length}
     if engine == "llama.cpp" and supports(version, "llamacpp.fit", fork) is not False:
-        groups, switches = _GROUPS["llama.cpp"]
-        command = render(
-            _base(situation, "llama.cpp"), {"-c": str(length), "-ngl": None, "--fit": "on"}, groups, switches
-        )
+        command = user_command(situation, "llama.cpp", {"-c": str(length), "-ngl": None, "--fit": "on"})
         return [Fix("llama.cpp", f"serve {fmt_tokens(length)} tokens and let --fit place the layers", command,
                     "llama.cpp b7407+ moves layers to the CPU until the context fits", "slower generation if layers move to the CPU", 2,
                     {**check, "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
@@ -181,15 +177,13 @@ def batch_short(situation: Situation) -> Reply:
     )
     fixes: list[Fix] = []
     if flag and need:
-        from bot.diagnosis.commands import _GROUPS, _base
-        from bot.shell import render
+        from bot.diagnosis.commands import user_command
 
-        groups, switches = _GROUPS[situation.engine]
         changes: dict[str, str | None] = {flag: str(int(need))}
         if situation.engine == "llama.cpp":
             changes["-b"] = str(int(need))
         fixes.append(Fix(situation.engine, f"raise the batch limit to {fmt_tokens(need)}",
-                         render(_base(situation, situation.engine), changes, groups, switches),
+                         user_command(situation, situation.engine, changes),
                          "one request fits one batch", "a larger activation peak at start", 1, {"kind": "constraint"}))  # fmt: skip
     key = f"The batch limit is {fmt_tokens(limit)} tokens, below the {fmt_tokens(need)} one request needs."
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=[])
@@ -207,11 +201,9 @@ def state_blocks(situation: Situation) -> Reply:
     )
     fixes: list[Fix] = []
     if seqs is not None and blocks is not None and 1 <= int(blocks) < int(seqs):
-        from bot.diagnosis.commands import _GROUPS, _base
-        from bot.shell import render
+        from bot.diagnosis.commands import user_command
 
-        groups, switches = _GROUPS["vllm"]
-        command = render(_base(situation, "vllm"), {"--max-num-seqs": str(int(blocks))}, groups, switches)
+        command = user_command(situation, "vllm", {"--max-num-seqs": str(int(blocks))})
         fixes.append(Fix("vllm", f"run at most {int(blocks)} sequences", command, "one state block per sequence fits",
                          "fewer concurrent requests", 1, {"starts": True, "max_num_seqs": int(blocks)}))  # fmt: skip
     key = (

@@ -90,6 +90,14 @@ def _gguf_name(situation: Situation) -> str:
     return f"{base}-Q4_K_M.gguf"
 
 
+def user_command(
+    situation: Situation, engine: str, flags: dict[str, str | None], env: dict[str, str] | None = None
+) -> str:
+    """The user's command for ``engine`` (or a minimal one) with only ``flags`` and ``env`` changed."""
+    groups, switches = _GROUPS.get(engine, ([], set()))
+    return render(_base(situation, engine), flags, groups, switches, env)
+
+
 def _flash_attn(situation: Situation, flags: dict[str, str | None]) -> None:
     """A quantized V cache needs flash attention: ``-fa on`` where -fa takes a value, ``-fa`` before."""
     if flags.get("-ctv") in (None, "f16", "f32", "bf16"):
@@ -108,8 +116,7 @@ def command_for(situation: Situation, engine: str, plan0: Plan, plan: Plan) -> s
         return _ollama(situation, env, params)
     if engine == "llama.cpp":
         _flash_attn(situation, flags)
-    groups, switches = _GROUPS[engine]
-    return render(_base(situation, engine), flags, groups, switches, env)
+    return user_command(situation, engine, flags, env)
 
 
 def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -> str:

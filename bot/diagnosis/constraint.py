@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
-from bot.diagnosis.commands import _GROUPS, _base
+from bot.diagnosis.commands import user_command
 from bot.diagnosis.parts import cause, env_fixes, log_facts, reply, setup_facts
 from bot.reply import Fix, Reply
-from bot.shell import render
 from bot.situation import Situation
 from calculator.units import fmt_tokens
 
@@ -43,7 +42,6 @@ def tp_sizes(situation: Situation) -> Reply:
         widths = tuple(w for w in ((model.intermediate_size,) if model is not None else ()) if w)
         valid = _valid_tp(int(heads), kv, gpus, widths)
         budget = budget_for(situation)
-        groups, switches = _GROUPS["vllm"]
         # KV heads unknown: a power of two is the size most likely to divide them too
         pick = [v for v in valid if v > 1 and (kv is not None or v & (v - 1) == 0)]
         for size in sorted(pick, reverse=True)[:1]:
@@ -51,9 +49,7 @@ def tp_sizes(situation: Situation) -> Reply:
             out = budget.estimate.evaluate(plan) if budget and plan else None
             if out is not None and not out.starts:
                 continue  # the budget says it would not fit on that many GPUs
-            command = render(
-                _base(situation, "vllm"), {"--tensor-parallel-size": str(size)}, groups, switches
-            )
+            command = user_command(situation, "vllm", {"--tensor-parallel-size": str(size)})
             fixes.append(
                 Fix(
                     "vllm",
@@ -84,12 +80,11 @@ def max_len(situation: Situation) -> Reply:
     fixes: list[Fix] = []
     flag = {"vllm": "--max-model-len", "sglang": "--context-length", "llama.cpp": "-c"}.get(situation.engine)
     if flag and derived:
-        groups, switches = _GROUPS[situation.engine]
         length = int(derived)
         budget = budget_for(situation)
         out = budget.estimate.evaluate(budget.plan0.with_(max_len=length)) if budget else None
         if out is None or out.starts:
-            fixes.append(Fix(situation.engine, f"use the model's {fmt_tokens(length)}", render(_base(situation, situation.engine), {flag: str(length)}, groups, switches),
+            fixes.append(Fix(situation.engine, f"use the model's {fmt_tokens(length)}", user_command(situation, situation.engine, {flag: str(length)}),
                              "within what the model was trained for", "", 1, {"starts": out.starts if out else None}))  # fmt: skip
     fixes += env_fixes(situation, situation.root.remedies, situation.engine)
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))

@@ -84,13 +84,9 @@ def _util_within_free(
     lowered = int((free - 0.25) / total * 100) / 100
     if not 0.05 <= lowered < util:
         return []
-    from bot.diagnosis.commands import _GROUPS, _base
-    from bot.shell import render
+    from bot.diagnosis.commands import user_command
 
-    groups, switches = _GROUPS["vllm"]
-    command = render(
-        _base(situation, "vllm"), {"--gpu-memory-utilization": f"{lowered:.2f}"}, groups, switches
-    )
+    command = user_command(situation, "vllm", {"--gpu-memory-utilization": f"{lowered:.2f}"})
     effect = f"asks for {lowered * total:.2f} GiB of the {free:.2f} GiB free; the KV cache gets {(util - lowered) * total:.2f} GiB less"
     return [Fix("vllm", f"gpu memory utilization {lowered:.2f}", command, effect, "a smaller KV cache", 1,
                 {"starts": True, "asks_gib": round(lowered * total, 2), "free_gib": free})]  # fmt: skip

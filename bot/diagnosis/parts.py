@@ -158,8 +158,7 @@ def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
 
 def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fix]:
     """Levers that are a setting with a fixed value and no budget term (``--dtype half``)."""
-    from bot.diagnosis.commands import _GROUPS, _base
-    from bot.shell import render
+    from bot.diagnosis.commands import user_command
 
     out: list[Fix] = []
     for name in remedies:
@@ -167,17 +166,12 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
         if lev is None or lev.knob != "none" or engine not in lev.engines:
             continue
         spelling = lev.engines[engine]
-        groups, switches = _GROUPS.get(engine, ([], set()))
         if engine == "pytorch":
             command = f"{spelling.env}={spelling.value} python your_script.py"
         elif spelling.flag:
-            command = render(
-                _base(situation, engine), {spelling.flag: spelling.value or ""}, groups, switches
-            )
+            command = user_command(situation, engine, {spelling.flag: spelling.value or ""})
         elif spelling.env:
-            command = render(
-                _base(situation, engine), {}, groups, switches, {spelling.env: spelling.value or ""}
-            )
+            command = user_command(situation, engine, {}, {spelling.env: spelling.value or ""})
         else:
             continue
         out.append(Fix(engine, lev.change, command, lev.change, lev.cost, 10, {"kind": "setting"}))
@@ -188,16 +182,14 @@ def self_fit_fixes(situation: Situation) -> list[Fix]:
     """When the budget cannot be computed from the paste: let the engine size it itself, where the
     paste's version has that (vLLM ``--max-model-len auto`` from 0.14, llama.cpp ``--fit`` from b7407).
     The engine's own fit makes the command start; its cost is a context the engine picks."""
-    from bot.diagnosis.commands import _GROUPS, _base
-    from bot.shell import render
+    from bot.diagnosis.commands import user_command
 
     engine = situation.engine
     if (
         engine == "vllm"
         and supports(situation.version, "vllm.max_model_len_auto", situation.fork) is not False
     ):
-        groups, switches = _GROUPS["vllm"]
-        command = render(_base(situation, "vllm"), {"--max-model-len": "auto"}, groups, switches)
+        command = user_command(situation, "vllm", {"--max-model-len": "auto"})
         return [Fix("vllm", "let vLLM pick the longest context that fits", command,
                     "vLLM >= 0.14 fits max_model_len to the KV cache at start", "the context is whatever fits", 5,
                     {"starts": "sized by the engine", "kind": "auto-fit", "needs": "vLLM 0.14 or newer"})]  # fmt: skip
@@ -206,11 +198,8 @@ def self_fit_fixes(situation: Situation) -> list[Fix]:
         and "fit" in situation.root.remedies
         and supports(situation.version, "llamacpp.fit", situation.fork) is not False
     ):
-        groups, switches = _GROUPS["llama.cpp"]
         # the user's own -c / -ngl would pin what --fit may change: leave both to it
-        command = render(
-            _base(situation, "llama.cpp"), {"-c": None, "-ngl": None, "--fit": "on"}, groups, switches
-        )
+        command = user_command(situation, "llama.cpp", {"-c": None, "-ngl": None, "--fit": "on"})
         return [Fix("llama.cpp", "let llama.cpp fit the context and layers to free memory", command,
                     "llama.cpp (b7407+) moves layers and shrinks the context until it fits", "a smaller context or fewer layers on the GPU", 5,
                     {"starts": "sized by the engine", "kind": "auto-fit", "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
