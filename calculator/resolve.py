@@ -420,10 +420,30 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
                 note += ", its context limit may differ)" if noted else ")"
             return ModelMatch(model, _official(model), note)
     key = model_key(_strip_org(names[-1]))
+    _family_match(query, key)
     model_id, variant_id = index[_fuzzy_model(query, key, index)]
     model = by_id[model_id]
     variant = next((v for v in model.variants if v.id == variant_id), None)
     return ModelMatch(model, variant or _official(model), f"closest catalog name to {query!r}: {model.id}")
+
+
+@_catalog_index
+def _family_index() -> dict[str, list[str]]:
+    """Family name key (``qwen3.6``, ``nemotron-h``) -> its models, smallest first."""
+    index: dict[str, list[str]] = {}
+    for m in sorted(models(), key=lambda m: m.params_b):
+        index.setdefault(model_key(m.family), []).append(m.id)
+    return index
+
+
+def _family_match(query: str, key: str) -> None:
+    """A bare family name (``qwen3.6``): a question between the models it covers, never a pick (a family
+    label can cover different releases of one architecture, ``minimax-m2`` covers M2.5 and M2.7)."""
+    ids = _family_index().get(key)
+    if not ids:
+        return
+    hint = f"{query.strip()} is a family name; add the size or release, e.g. {_strip_org(ids[0])}"
+    raise NameNotFound("model", query, ids[:5], ambiguous=len(ids) > 1, hint=hint)
 
 
 def _fuzzy_model(query: str, key: str, index: dict[str, tuple[str, str | None]]) -> str:

@@ -223,7 +223,7 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         "Qwen/Qwen3-Next-80B-A3B-Thinking",
         False,
     ),
-    ("qwen3-coder-next", None, None, False),
+    ("qwen3-coder-next", "Qwen/Qwen3-Coder-Next", "Qwen/Qwen3-Coder-Next", False),
     ("Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-8B-Instruct", False),
     ("Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-27B", False),
     ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B", False),
@@ -614,13 +614,16 @@ def test_name_resolves_exactly_or_asks(name: str, model_id: str | None, label: s
 
 
 def test_issue_examples_that_were_substituted_now_ask_or_say_so():
-    for name in ("qwen3-coder-next", "Magistral-Small-2506", "llama3", "model-00001-of-00003.gguf"):
+    for name in ("Magistral-Small-2506", "llama3", "model-00001-of-00003.gguf"):
         with pytest.raises(NameNotFound):
             resolve_model(name)
     thinking = resolve_model("Kimi-K2-Thinking")
     assert thinking.model.id == "moonshotai/Kimi-K2-Thinking"
     # INT4 routed experts: 1014.7B at 4.5 bits + 11.7B at bf16 = 594 GB, not the FP8 Instruct's 1027 GB
     assert round(variant_weight_bytes(thinking.model, thinking.variant) / 1e9) == 594
+    # answered with Qwen3-8B before (weights off ~10x): now its own 80B-A3B entry
+    coder_next = resolve_model("qwen3-coder-next")
+    assert (coder_next.model.id, coder_next.model.params_b) == ("Qwen/Qwen3-Coder-Next", 79.573)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,79 @@
+"""The 2025 hybrids and multimodal models added for issue 13: each typed name resolves to its own entry
+(or asks), and the per-token KV and per-sequence state are what the config's fields give by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from calculator.kv import vllm_layout
+from calculator.resolve import NameNotFound, resolve_model
+
+# (typed name, catalog model id, checkpoint label)
+RESOLVES: list[tuple[str, str, str]] = [
+    ("Qwen/Qwen3-Coder-Next", "Qwen/Qwen3-Coder-Next", "Qwen/Qwen3-Coder-Next"),
+    ("qwen3-coder-next", "Qwen/Qwen3-Coder-Next", "Qwen/Qwen3-Coder-Next"),
+    ("Qwen/Qwen3-Coder-Next-FP8", "Qwen/Qwen3-Coder-Next", "Qwen/Qwen3-Coder-Next-FP8"),
+    (
+        "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+        "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+        "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    ),
+    (
+        "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
+        "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
+        "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
+    ),
+    ("nvidia/Nemotron-H-8B-Base-8K", "nvidia/Nemotron-H-8B-Base-8K", "nvidia/Nemotron-H-8B-Base-8K"),
+    ("nvidia/Nemotron-H-47B-Base-8K", "nvidia/Nemotron-H-47B-Base-8K", "nvidia/Nemotron-H-47B-Base-8K"),
+    ("nvidia/Nemotron-H-56B-Base-8K", "nvidia/Nemotron-H-56B-Base-8K", "nvidia/Nemotron-H-56B-Base-8K"),
+]
+
+
+@pytest.mark.parametrize(("name", "model_id", "label"), RESOLVES)
+def test_name_resolves_to_its_own_entry_without_a_note(name: str, model_id: str, label: str):
+    match = resolve_model(name)
+    assert (match.model.id, match.label, match.note) == (model_id, label, "")
+
+
+@pytest.mark.parametrize(
+    ("name", "candidates"),
+    [
+        ("qwen3.6", ["Qwen/Qwen3.6-27B", "Qwen/Qwen3.6-35B-A3B"]),
+        ("nemotron-nano-v2", ["nvidia/NVIDIA-Nemotron-Nano-9B-v2", "nvidia/NVIDIA-Nemotron-Nano-12B-v2"]),
+    ],
+)
+def test_a_family_name_asks_between_its_real_sizes(name: str, candidates: list[str]):
+    with pytest.raises(NameNotFound) as err:
+        resolve_model(name)
+    assert err.value.ambiguous
+    assert err.value.candidates == candidates
+    assert "did you mean" in str(err.value)
+
+
+def test_nemotron_nano_9b_v2_kv_and_state_by_hand():
+    # 4 attention blocks x 8 KV heads x 128 x (K+V) x 2 B = 16,384 B per token (the 52 others keep none)
+    # Mamba2: conv (128 x 80 + 2 x 8 x 128 = 12,288) x (4 - 1) x 2 B = 73,728
+    #         ssm 128 heads x 80 x 128 state x 4 B (float32) = 5,242,880 -> 5,316,608 B per layer, 27 layers
+    layout = vllm_layout(resolve_model("nvidia/NVIDIA-Nemotron-Nano-9B-v2").model)
+    assert layout.growing_bytes_per_token == 16384
+    assert layout.state_bytes_per_seq == 27 * 5316608
+    assert layout.attention_layers == 4
+
+
+def test_qwen3_coder_next_kv_and_state_by_hand():
+    # 12 gated-attention layers x 2 KV heads x 256 x 2 x 2 B = 24,576 B per token
+    # 36 Gated DeltaNet layers: conv (128 x 16 x 2 + 128 x 32 = 8,192) x 3 x 2 B = 49,152
+    #                           recurrent 32 x 128 x 128 x 2 B = 1,048,576 -> 1,097,728 B per layer
+    layout = vllm_layout(resolve_model("qwen3-coder-next").model)
+    assert layout.growing_bytes_per_token == 24576
+    assert layout.state_bytes_per_seq == 36 * 1097728
+    # TP=2 halves the state and the two KV heads
+    layout_tp2 = vllm_layout(resolve_model("qwen3-coder-next").model, tp=2)
+    assert (layout_tp2.growing_bytes_per_token, layout_tp2.state_bytes_per_seq) == (12288, 18 * 1097728)
+
+
+def test_nemotron_h_56b_state_uses_vllm_float32_ssm_default():
+    # conv (256 x 64 + 2 x 8 x 256 = 20,480) x 3 x 2 B + ssm 256 x 64 x 256 x 4 B = 16,900,096 B, 54 layers
+    layout = vllm_layout(resolve_model("nvidia/Nemotron-H-56B-Base-8K").model)
+    assert layout.state_bytes_per_seq == 54 * 16900096
+    assert layout.growing_bytes_per_token == 10 * 8 * 128 * 2 * 2
