@@ -144,7 +144,7 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
         False,
     ),
-    ("Magistral-Small-2506", None, None, False),
+    ("Magistral-Small-2506", "mistralai/Magistral-Small-2506", "mistralai/Magistral-Small-2506", False),
     (
         "mistralai/Devstral-Small-2505",
         "mistralai/Devstral-Small-2505",
@@ -614,7 +614,7 @@ def test_name_resolves_exactly_or_asks(name: str, model_id: str | None, label: s
 
 
 def test_issue_examples_that_were_substituted_now_ask_or_say_so():
-    for name in ("Magistral-Small-2506", "llama3", "model-00001-of-00003.gguf"):
+    for name in ("llama3", "model-00001-of-00003.gguf"):
         with pytest.raises(NameNotFound):
             resolve_model(name)
     thinking = resolve_model("Kimi-K2-Thinking")
@@ -622,6 +622,9 @@ def test_issue_examples_that_were_substituted_now_ask_or_say_so():
     # INT4 routed experts: 1014.7B at 4.5 bits + 11.7B at bf16 = 594 GB, not the FP8 Instruct's 1027 GB
     assert round(variant_weight_bytes(thinking.model, thinking.variant) / 1e9) == 594
     # answered with Qwen3-8B before (weights off ~10x): now its own 80B-A3B entry
+    # answered with Mistral-Small-3.2 before: now its own text-only entry (no vision encoder)
+    magistral = resolve_model("Magistral-Small-2506")
+    assert (magistral.model.id, magistral.model.multimodal) == ("mistralai/Magistral-Small-2506", False)
     coder_next = resolve_model("qwen3-coder-next")
     assert (coder_next.model.id, coder_next.model.params_b) == ("Qwen/Qwen3-Coder-Next", 79.573)
 

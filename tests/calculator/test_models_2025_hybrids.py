@@ -26,6 +26,34 @@ RESOLVES: list[tuple[str, str, str]] = [
     ("nvidia/Nemotron-H-8B-Base-8K", "nvidia/Nemotron-H-8B-Base-8K", "nvidia/Nemotron-H-8B-Base-8K"),
     ("nvidia/Nemotron-H-47B-Base-8K", "nvidia/Nemotron-H-47B-Base-8K", "nvidia/Nemotron-H-47B-Base-8K"),
     ("nvidia/Nemotron-H-56B-Base-8K", "nvidia/Nemotron-H-56B-Base-8K", "nvidia/Nemotron-H-56B-Base-8K"),
+    ("ibm-granite/granite-4.0-h-small", "ibm-granite/granite-4.0-h-small", "ibm-granite/granite-4.0-h-small"),
+    ("ibm-granite/granite-4.0-h-tiny", "ibm-granite/granite-4.0-h-tiny", "ibm-granite/granite-4.0-h-tiny"),
+    ("ibm-granite/granite-4.0-h-micro", "ibm-granite/granite-4.0-h-micro", "ibm-granite/granite-4.0-h-micro"),
+    (
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    ),
+    ("meta-llama/Llama-3.2-11B-Vision", "meta-llama/Llama-3.2-11B-Vision", "meta-llama/Llama-3.2-11B-Vision"),
+    (
+        "meta-llama/Llama-3.2-90B-Vision-Instruct",
+        "meta-llama/Llama-3.2-90B-Vision-Instruct",
+        "meta-llama/Llama-3.2-90B-Vision-Instruct",
+    ),
+    ("mistralai/Magistral-Small-2506", "mistralai/Magistral-Small-2506", "mistralai/Magistral-Small-2506"),
+]
+
+# Not catalogued (no public copy of their config found): they must ask, never answer for a neighbour.
+ASKS = [
+    "google/gemma-3n-E2B-it",
+    "google/gemma-3n-E4B-it",
+    "MiniMaxAI/MiniMax-M2",
+    "MiniMaxAI/MiniMax-M2.1",
+    "mistralai/Pixtral-12B-2409",
+    "OpenGVLab/InternVL3-8B",
+    "OpenGVLab/InternVL2_5-78B",
+    "tiiuae/Falcon-H1-7B-Instruct",
+    "llama3.2-vision",
 ]
 
 
@@ -33,6 +61,18 @@ RESOLVES: list[tuple[str, str, str]] = [
 def test_name_resolves_to_its_own_entry_without_a_note(name: str, model_id: str, label: str):
     match = resolve_model(name)
     assert (match.model.id, match.label, match.note) == (model_id, label, "")
+
+
+@pytest.mark.parametrize("name", ASKS)
+def test_a_model_not_catalogued_asks(name: str):
+    with pytest.raises(NameNotFound):
+        resolve_model(name)
+
+
+def test_a_later_release_of_the_same_geometry_says_what_was_assumed():
+    match = resolve_model("mistralai/Magistral-Small-2507")
+    assert match.model.id == "mistralai/Magistral-Small-2506"
+    assert "Magistral-Small-2507 is not catalogued" in match.note
 
 
 @pytest.mark.parametrize(
@@ -77,3 +117,24 @@ def test_nemotron_h_56b_state_uses_vllm_float32_ssm_default():
     layout = vllm_layout(resolve_model("nvidia/Nemotron-H-56B-Base-8K").model)
     assert layout.state_bytes_per_seq == 54 * 16900096
     assert layout.growing_bytes_per_token == 10 * 8 * 128 * 2 * 2
+
+
+def test_granite_4_h_small_kv_and_state_by_hand():
+    # 4 attention layers x 8 KV heads x 128 x 2 x 2 B = 16,384 B per token
+    # Mamba2 (n_groups 1, expand 2): conv (8192 + 2 x 128 = 8,448) x 3 x 2 B = 50,688
+    #                                ssm 128 heads x 64 x 128 x 2 B = 2,097,152 -> 2,147,840 B, 36 layers
+    model = resolve_model("ibm-granite/granite-4.0-h-small").model
+    layout = vllm_layout(model)
+    assert layout.growing_bytes_per_token == 16384
+    assert layout.state_bytes_per_seq == 36 * 2147840
+    assert (model.num_experts, model.experts_per_token, model.params_b) == (72, 10, 32.206)
+
+
+def test_llama_3_2_vision_cross_attention_holds_one_image_per_sequence():
+    # 32 self-attention layers x 8 x 128 x 2 x 2 B = 131,072 B per token; 8 cross-attention layers hold
+    # 4 tiles x 1601 tokens x 8 x 128 x 2 x 2 B = 26,230,784 B each, whatever the context
+    model = resolve_model("meta-llama/Llama-3.2-11B-Vision-Instruct").model
+    layout = vllm_layout(model)
+    assert layout.growing_bytes_per_token == 131072
+    assert layout.state_bytes_per_seq == 8 * 26230784
+    assert model.multimodal
