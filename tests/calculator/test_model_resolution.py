@@ -285,7 +285,7 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
     ("moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", False),
     ("Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", "moonshotai/Kimi-K2-Thinking", False),
     ("MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2.5", False),
-    ("MiniMaxAI/MiniMax-M2", None, None, False),
+    ("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2", False),
     ("zai-org/GLM-4.5-Air", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.5-Air", False),
     ("zai-org/GLM-4.6", "zai-org/GLM-4.6", "zai-org/GLM-4.6", False),
     ("zai-org/GLM-4.7", "zai-org/GLM-4.7", "zai-org/GLM-4.7", False),
