@@ -45,6 +45,7 @@ RESOLVES: list[tuple[str, str, str]] = [
     ("minimax-m2", "MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2"),
     ("MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.1"),
     ("tencent/Hunyuan-A13B-Instruct", "tencent/Hunyuan-A13B-Instruct", "tencent/Hunyuan-A13B-Instruct"),
+    ("baidu/ERNIE-4.5-21B-A3B-PT", "baidu/ERNIE-4.5-21B-A3B-PT", "baidu/ERNIE-4.5-21B-A3B-PT"),
 ]
 
 # Not catalogued (no public copy of their config found): they must ask, never answer for a neighbour.
@@ -55,6 +56,8 @@ ASKS = [
     "OpenGVLab/InternVL3-8B",
     "OpenGVLab/InternVL2_5-78B",
     "tiiuae/Falcon-H1-7B-Instruct",
+    "baidu/ERNIE-4.5-300B-A47B-PT",
+    "LiquidAI/LFM2-1.2B",
     "llama3.2-vision",
 ]
 
