@@ -588,7 +588,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
         "CohereForAI/c4ai-command-r-v01",
         False,
     ),
-    ("google/gemma-3n-E4B-it", None, None, False),
+    ("google/gemma-3n-E4B-it", "google/gemma-3n-E4B-it", "google/gemma-3n-E4B-it", False),
     ("MiniMaxAI/MiniMax-M1-80k", None, None, False),
     ("ai21labs/Jamba-v0.1", None, None, False),
     ("databricks/dbrx-instruct", None, None, False),

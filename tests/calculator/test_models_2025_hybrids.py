@@ -46,12 +46,13 @@ RESOLVES: list[tuple[str, str, str]] = [
     ("MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.1"),
     ("tencent/Hunyuan-A13B-Instruct", "tencent/Hunyuan-A13B-Instruct", "tencent/Hunyuan-A13B-Instruct"),
     ("baidu/ERNIE-4.5-21B-A3B-PT", "baidu/ERNIE-4.5-21B-A3B-PT", "baidu/ERNIE-4.5-21B-A3B-PT"),
+    ("google/gemma-3n-E2B-it", "google/gemma-3n-E2B-it", "google/gemma-3n-E2B-it"),
+    ("google/gemma-3n-E4B-it", "google/gemma-3n-E4B-it", "google/gemma-3n-E4B-it"),
 ]
 
 # Not catalogued (no public copy of their config found): they must ask, never answer for a neighbour.
 ASKS = [
-    "google/gemma-3n-E2B-it",
-    "google/gemma-3n-E4B-it",
+    "gemma3n",
     "mistralai/Pixtral-12B-2409",
     "OpenGVLab/InternVL3-8B",
     "OpenGVLab/InternVL2_5-78B",
@@ -151,3 +152,13 @@ def test_minimax_m2_keeps_full_attention_and_its_fp8_checkpoint():
     assert vllm_layout(match.model).growing_bytes_per_token == 253952
     assert match.variant is not None and match.variant.quant == "fp8"
     assert match.model.max_position_embeddings == 196608
+
+
+def test_gemma_3n_shared_kv_layers_keep_no_cache():
+    # of 35 layers only the first 20 cache: 4 global x 2 KV heads x 256 x 2 x 2 B = 8,192 B per token, and
+    # 16 sliding layers (window 512) x 2,048 B = 32,768 B per token up to the window; the 15 others reuse them
+    layout = vllm_layout(resolve_model("google/gemma-3n-E4B-it").model)
+    assert layout.growing_bytes_per_token == 8192
+    assert [(p.bytes_per_token, p.window, p.layers) for p in layout.sliding] == [(32768, 512, 16)]
+    assert layout.state_bytes_per_seq == 0
+    assert layout.attention_layers == 20
