@@ -116,9 +116,11 @@ REMEDIES: frozenset[str] = frozenset(
         "free_gpu_memory",
         "kv_cache_memory",
         "limit_mm_per_prompt",
+        "disable_cuda_graph",
         # requests
         "shorten_prompt",
         "lower_max_tokens",
+        "generation_within_positions",
         # llama.cpp
         "ctx_size",
         "cache_type",

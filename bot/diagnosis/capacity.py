@@ -92,11 +92,11 @@ def _key_point(
 def request_too_long(situation: Situation) -> Reply:
     p = situation.params
     limit = (
-        p.get("max_model_len")
+        p.get("prompt_limit")  # the limit the error printed, before the server's settings
+        or p.get("max_model_len")
         or p.get("n_ctx")
         or p.get("context_length")
         or p.get("max_total_tokens")
-        or p.get("prompt_limit")
     )
     prompt = p.get("prompt_tokens")
     asked = p.get("requested_tokens") or ((prompt or 0) + (p.get("max_tokens") or 0)) or None
@@ -108,6 +108,13 @@ def request_too_long(situation: Situation) -> Reply:
     if limit and prompt and prompt < limit:
         fixes.append(Fix("any", "ask for fewer new tokens", f'"max_tokens": {int(limit) - int(prompt)}',
                          f"prompt {fmt_tokens(prompt)} + output fits {fmt_tokens(limit)}", "shorter answers", 1, {"kind": "request"}))  # fmt: skip
+    elif limit and prompt:  # the prompt alone is over: no output budget helps, the prompt must shrink
+        # a prompt-only limit (vLLM V0's min(max_model_len, max_num_batched_tokens)) leaves max_tokens out
+        bound = "prompt_tokens" if p.get("prompt_limit") else "prompt_tokens + max_tokens"
+        room = "" if p.get("prompt_limit") else ", and the answer needs room too"
+        fixes.append(Fix("any", "send a shorter prompt", f"{bound} <= {int(limit)}",
+                         f"the prompt is {fmt_tokens(prompt)} tokens, {fmt_tokens(int(prompt) - int(limit))} over the {fmt_tokens(limit)} the server takes{room}",
+                         "drop older turns or split the document", 1, {"kind": "request", "max_prompt_tokens": int(limit)}))  # fmt: skip
     budget = budget_for(situation)
     if budget is not None and asked:
         goal = Goal(length=int(asked), may_shorten=False)
@@ -136,6 +143,7 @@ def request_too_long(situation: Situation) -> Reply:
     )
     if not asked or not limit:
         key = None
+    fixes += advice_fixes(situation, situation.root.remedies)
     facts = log_facts(situation) + setup_facts(situation)
     return reply(situation, title, key, fixes, facts)
 

@@ -41,7 +41,7 @@ class Candidate:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def _available(lever: Lever, engine: str, situation: Situation) -> bool:
+def available(lever: Lever, engine: str, situation: Situation) -> bool:
     spelling = lever.engines.get(engine)
     if spelling is None:
         return False
@@ -229,7 +229,7 @@ def _levers(remedies: list[str], engine: str, situation: Situation) -> list[Leve
     seen: list[Lever] = []
     for name in remedies:
         lev = lever_for(name)
-        if lev is not None and lev not in seen and _available(lev, engine, situation):
+        if lev is not None and lev not in seen and available(lev, engine, situation):
             seen.append(lev)
     return seen
 

@@ -254,5 +254,10 @@ def _engine_oom(situation: Situation) -> Reply:
         fixes = to_fixes(
             situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
         )
+    # settings that remove the failing term whatever the numbers (no CUDA graphs for a capture OOM)
+    settings = env_fixes(situation, situation.root.remedies, situation.engine)
+    for fix in settings:
+        fix.rank = 0  # sure to remove the failing term: first
+    fixes = settings + [f for f in fixes if f.command not in {s.command for s in settings}]
     fixes += advice_fixes(situation, situation.root.remedies)
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))

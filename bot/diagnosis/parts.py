@@ -11,7 +11,7 @@ from typing import Any, cast
 import re2
 
 from bot.diagnosis.budgets import budget_for
-from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
 from calculator.catalog import GPU
@@ -141,17 +141,39 @@ def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
     )
 
 
+_PLACEHOLDER = re2.compile(r"\{([a-z_]+)\}")
+
+
+def filled(template: str, situation: Situation, number: Any = str) -> str | None:
+    """``{name}`` placeholders filled with the numbers the paste printed; None when one is missing."""
+    values = {}
+    for name in _PLACEHOLDER.findall(template):
+        value = situation.get(name)
+        if value is None:
+            return None
+        values[name] = (
+            number(int(value)) if isinstance(value, float) and value.is_integer() else number(value)
+        )
+    return template.format(**values) if values else template
+
+
 def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
-    """Levers that change no budget term but come with a diagnostic command (what holds memory)."""
+    """Levers that change no budget term but come with a command: a diagnostic (what holds memory), or
+    an action whose values the paste printed (``{name}`` placeholders, offered only when all are there)."""
     out: list[Fix] = []
     for name in remedies:
         lev = lever_for(name)
         if lev is None or lev.knob != "none" or not lev.command:
             continue
-        if any(f.command == lev.command for f in out):
+        command = filled(lev.command, situation)
+        if command is None or any(f.command == command for f in out):
+            continue
+        if lev.effect:
+            effect = filled(lev.effect, situation, fmt) or lev.change
+            out.append(Fix("any", lev.change, command, effect, lev.cost, 5, {"kind": "request"}))
             continue
         out.append(
-            Fix("any", lev.change, lev.command, "shows what holds the memory", "", 50, {"kind": "diagnostic"})
+            Fix("any", lev.change, command, "shows what holds the memory", "", 50, {"kind": "diagnostic"})
         )
     return out
 
@@ -163,7 +185,7 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
     out: list[Fix] = []
     for name in remedies:
         lev = lever_for(name)
-        if lev is None or lev.knob != "none" or engine not in lev.engines:
+        if lev is None or lev.knob != "none" or not available(lev, engine, situation):
             continue
         spelling = lev.engines[engine]
         if engine == "pytorch":
@@ -174,7 +196,9 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
             command = user_command(situation, engine, {}, {spelling.env: spelling.value or ""})
         else:
             continue
-        out.append(Fix(engine, lev.change, command, lev.change, lev.cost, 10, {"kind": "setting"}))
+        out.append(
+            Fix(engine, lev.change, command, lev.effect or lev.change, lev.cost, 10, {"kind": "setting"})
+        )
     return out
 
 
