@@ -141,6 +141,7 @@ REMEDIES: frozenset[str] = frozenset(
         "ollama_num_gpu",
         "ollama_gpu_overhead",
         "free_host_memory",
+        "ollama_server_log",
         "upgrade_engine",
         # SGLang
         "mem_fraction_static",

@@ -168,13 +168,12 @@ def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
         command = filled(lev.command, situation)
         if command is None or any(f.command == command for f in out):
             continue
-        if lev.effect:
-            effect = filled(lev.effect, situation, fmt) or lev.change
-            out.append(Fix("any", lev.change, command, effect, lev.cost, 5, {"kind": "request"}))
-            continue
-        out.append(
-            Fix("any", lev.change, command, "shows what holds the memory", "", 50, {"kind": "diagnostic"})
-        )
+        effect = (
+            filled(lev.effect, situation, fmt) if lev.effect else "shows what holds the memory"
+        ) or lev.change
+        sized = command != lev.command  # an action sized by the paste's numbers, else a diagnostic
+        kind = "request" if sized else "diagnostic"
+        out.append(Fix("any", lev.change, command, effect, lev.cost, 5 if sized else 50, {"kind": kind}))
     return out
 
 
