@@ -148,6 +148,7 @@ REMEDIES: frozenset[str] = frozenset(
         "context_length",
         "max_running_requests",
         "chunked_prefill_size",
+        "schedule_conservativeness",
         # PyTorch / transformers / TGI
         "expandable_segments",
         "reduce_batch",

@@ -11,6 +11,7 @@ from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.fixes import Goal, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
+    env_fixes,
     hardware,
     log_facts,
     other_engine_lines,
@@ -62,8 +63,8 @@ def kv_short(situation: Situation) -> Reply:
     goal = Goal(length=want, may_shorten=True)
     found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
     fixes = to_fixes(situation, budget, found, goal) if budget else []
-    if not fixes:
-        fixes = self_fit_fixes(situation)
+    if not fixes:  # nothing sized on a budget: a self-sizing flag, else a setting with a fixed value
+        fixes = self_fit_fixes(situation) or env_fixes(situation, situation.root.remedies, situation.engine)
     serves = any(c.serves_goal for c in found)
     key = _key_point(situation, fit, want, serves, bool(fixes))
     fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)
