@@ -153,6 +153,7 @@ REMEDIES: frozenset[str] = frozenset(
         "expandable_segments",
         "reduce_batch",
         "max_batch_prefill_tokens",
+        "tgi_infer_total_tokens",
         "max_total_tokens",
         "max_input_tokens",
         # any engine

@@ -118,7 +118,7 @@ def no_kv(situation: Situation) -> Reply:
     if out0 is not None and out0.target_gib:
         used = sum(t.gib for t in out0.terms if t.name != "kv cache")
         key = f"Weights, activations and graphs take {used:.2f} GiB of the {out0.target_gib:.2f} GiB {engine} may use; the KV cache gets {max(0.0, out0.kv_gib):.2f} GiB."
-    fixes = _verified(situation, budget)
+    fixes = _verified(situation, budget) or env_fixes(situation, situation.root.remedies, situation.engine)
     return _budget_reply(situation, title, key, fixes, out0, budget)
 
 

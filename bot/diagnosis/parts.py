@@ -190,7 +190,8 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
         if engine == "pytorch":
             command = f"{spelling.env}={spelling.value} python your_script.py"
         elif spelling.flag:
-            command = user_command(situation, engine, {spelling.flag: spelling.value or ""})
+            value = None if spelling.value == "unset" else spelling.value or ""  # unset: the flag removed
+            command = user_command(situation, engine, {spelling.flag: value})
         elif spelling.env:
             command = user_command(situation, engine, {}, {spelling.env: spelling.value or ""})
         else:
