@@ -8,7 +8,7 @@ numbers; every fix is a plan recomputed on the engine's budget.
 from __future__ import annotations
 
 from bot.diagnosis.budgets import budget_for
-from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
     env_fixes,
@@ -25,6 +25,7 @@ from bot.situation import Situation
 from calculator.units import fmt_tokens
 from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
+from knowledge.levers import lever
 
 ENGINE_NAME = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI"}
 
@@ -64,7 +65,11 @@ def kv_short(situation: Situation) -> Reply:
     found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
     fixes = to_fixes(situation, budget, found, goal) if budget else []
     if not fixes:  # nothing sized on a budget: a self-sizing flag, else a setting with a fixed value
-        fixes = self_fit_fixes(situation) or env_fixes(situation, situation.root.remedies, situation.engine)
+        fixes = (
+            self_fit_fixes(situation)
+            or _doubled_blocks(situation)
+            or env_fixes(situation, situation.root.remedies, situation.engine)
+        )
     serves = any(c.serves_goal for c in found)
     key = _key_point(situation, fit, want, serves, bool(fixes))
     fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)
@@ -72,6 +77,25 @@ def kv_short(situation: Situation) -> Reply:
     extra = [] if serves else [hardware(situation, want)]
     return reply(situation, title, key, fixes, facts, picture(out0, f"GPU memory as {engine} budgets it"), extra,
                  {"fit_tokens": fit, "max_model_len": want})  # fmt: skip
+
+
+def _doubled_blocks(situation: Situation) -> list[Fix]:
+    """vLLM V0 dropped a prompt for the whole cache: at start it checked max_model_len <= the cache's
+    tokens (worker.py raise_if_cache_size_invalid) and the prompt is within max_model_len (scheduler.py
+    prompt_limit), so the cache holds at least the prompt and only the 1 % watermark of blocks
+    (core/block_manager.py) is what it missed.  fp8 KV, which doubles the blocks, holds it for sure."""
+    prompt = situation.params.get("prompt_tokens")
+    lev = lever("kv_fp8")
+    if situation.engine != "vllm" or not prompt or "kv_cache_dtype" not in situation.root.remedies:
+        return []
+    current = situation.command.flag("--kv-cache-dtype") if situation.command else None
+    if not available(lev, "vllm", situation) or (current or "auto").startswith("fp8"):
+        return []
+    from bot.diagnosis.commands import user_command
+
+    command = user_command(situation, "vllm", {"--kv-cache-dtype": "fp8"})
+    return [Fix("vllm", lev.change, command, f"twice the KV blocks: the cache already held at least the {fmt_tokens(prompt)} tokens less its 1 % watermark" + ("" if situation.gpus.gpu else " (fp8 KV needs an Ada, Hopper or Blackwell GPU, or an MI300)"),
+                lev.cost, 1, {"kind": "doubled cache", "serves": int(prompt), "needs": "vLLM 0.4.2 or newer"})]  # fmt: skip
 
 
 def _key_point(
