@@ -149,6 +149,7 @@ REMEDIES: frozenset[str] = frozenset(
         "max_running_requests",
         "chunked_prefill_size",
         "schedule_conservativeness",
+        "mamba_cache_size",
         # PyTorch / transformers / TGI
         "expandable_segments",
         "reduce_batch",

@@ -189,16 +189,17 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
         spelling = lev.engines[engine]
         if engine == "pytorch":
             command = f"{spelling.env}={spelling.value} python your_script.py"
-        elif spelling.flag:
-            value = None if spelling.value == "unset" else spelling.value or ""  # unset: the flag removed
+        elif spelling.flag:  # "unset": the flag removed; "{name}": the number the paste printed
+            value = None if spelling.value == "unset" else filled(spelling.value or "", situation)
+            if value is None and spelling.value != "unset":
+                continue
             command = user_command(situation, engine, {spelling.flag: value})
         elif spelling.env:
             command = user_command(situation, engine, {}, {spelling.env: spelling.value or ""})
         else:
             continue
-        out.append(
-            Fix(engine, lev.change, command, lev.effect or lev.change, lev.cost, 10, {"kind": "setting"})
-        )
+        effect = filled(lev.effect, situation, fmt) or lev.change
+        out.append(Fix(engine, lev.change, command, effect, lev.cost, 10, {"kind": "setting"}))
     return out
 
 
