@@ -10,7 +10,7 @@ import math
 
 from bot.diagnosis.budgets import Budget, budget_for
 from bot.diagnosis.capacity import _name
-from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.fixes import MOVES_GIB, Goal, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
     env_fixes,
@@ -84,7 +84,7 @@ def _util_within_free(
     vLLM makes), and what it costs the KV cache."""
     if not total or not util or "lower_gpu_memory_utilization" not in situation.root.remedies:
         return []
-    lowered = int((free - 0.25) / total * 100) / 100
+    lowered = int((free - MOVES_GIB) / total * 100) / 100
     if not 0.05 <= lowered < util:
         return []
     from bot.diagnosis.commands import user_command
@@ -237,9 +237,6 @@ def budget_over(situation: Situation) -> Reply:
     return alloc_failed(situation)
 
 
-MOVES_GIB = 0.25  # what else moves between start and the failing allocation (as in fixes._util)
-
-
 def _room_for_allocation(situation: Situation) -> list[Fix]:
     """An allocation outside the engine's share failed with ``tried`` asked and ``free`` left (both in
     the message): lower the share by what it lacked, as a fraction of the GPU's total.  With the share
@@ -282,7 +279,7 @@ def _engine_oom(situation: Situation) -> Reply:
         util = budget.plan0.util or 0.9
         room = None
         if total and tried is not None:
-            room = total * util - max(0.0, tried - (free or 0.0)) - 0.25
+            room = total * util - max(0.0, tried - (free or 0.0)) - MOVES_GIB
         goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=room)
         fixes = to_fixes(
             situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal

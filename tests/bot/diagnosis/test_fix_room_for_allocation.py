@@ -33,3 +33,13 @@ def test_without_the_fraction_in_force_the_step_to_take_off():
     reply = diagnose(detect(OOM))
     assert reply is not None
     assert reply.fixes[0].command == "--mem-fraction-static <the value in force - 0.04>"
+
+
+def test_the_step_keeps_the_margin_for_what_moves():
+    # (2.00 - 1.30 + 0.25) / 24.00 = 0.0396 -> 0.04 (without the margin it would be 0.03)
+    text = OOM.replace("3.50 GiB", "2.00 GiB").replace(
+        "79.10 GiB of which 1.20 GiB", "24.00 GiB of which 1.30 GiB"
+    )
+    reply = diagnose(detect(text))
+    assert reply is not None
+    assert reply.fixes[0].verification["step"] == 0.04
