@@ -251,7 +251,7 @@ def _room_for_allocation(situation: Situation) -> list[Fix]:
     step = math.ceil((tried - free + MOVES_GIB) / float(total) * 100) / 100
     flag, util = spelling.flag, situation.setting("util")
     check = {"kind": "room", "step": step, "lacked_gib": round(tried - free, 2)}
-    effect = f"{step * float(total):.2f} GiB more outside the {situation.engine} share for the {tried:.2f} GiB allocation that found {free:.2f} GiB free"
+    effect = f"{step * float(total):.2f} GiB more outside the {_name(situation.engine)} share for the {tried:.2f} GiB allocation that found {free:.2f} GiB free"
     if util is not None:
         lowered = round(float(util) - step, 2)
         if lowered < 0.05:
