@@ -48,6 +48,7 @@ class Lever(_Strict):
     knob: Knob
     change: str
     cost: str
+    effect: str = ""  # what a fixed setting achieves (knob none); default: the change itself
     engines: dict[str, Spelling] = {}
     command: str | None = None  # a diagnostic command (advice levers)
 

@@ -116,9 +116,11 @@ REMEDIES: frozenset[str] = frozenset(
         "free_gpu_memory",
         "kv_cache_memory",
         "limit_mm_per_prompt",
+        "disable_cuda_graph",
         # requests
         "shorten_prompt",
         "lower_max_tokens",
+        "generation_within_positions",
         # llama.cpp
         "ctx_size",
         "cache_type",
@@ -139,16 +141,20 @@ REMEDIES: frozenset[str] = frozenset(
         "ollama_num_gpu",
         "ollama_gpu_overhead",
         "free_host_memory",
+        "ollama_server_log",
         "upgrade_engine",
         # SGLang
         "mem_fraction_static",
         "context_length",
         "max_running_requests",
         "chunked_prefill_size",
+        "schedule_conservativeness",
+        "mamba_cache_size",
         # PyTorch / transformers / TGI
         "expandable_segments",
         "reduce_batch",
         "max_batch_prefill_tokens",
+        "tgi_infer_total_tokens",
         "max_total_tokens",
         "max_input_tokens",
         # any engine

@@ -9,9 +9,15 @@ from bot.diagnosis.commands import user_command
 from bot.diagnosis.parts import env_fixes, hardware, log_facts, reply, setup_facts
 from bot.reply import Fix, Reply
 from bot.situation import Situation
-from knowledge.features import quant_min_capability, supports
+from knowledge.features import feature_table, parse_version, quant_min_capability, supports
 
 _QUANT_ALIASES = {"auto_awq": "awq", "auto_gptq": "gptq", "compressed_tensors": "compressed-tensors"}
+# Kernels that read the same checkpoint as a Marlin one: vLLM picks gptq_marlin / awq_marlin for a GPTQ /
+# AWQ checkpoint when the GPU allows (vllm/model_executor/layers/quantization/gptq_marlin.py and
+# awq_marlin.py, override_quantization_method); --quantization gptq / awq asks for the older kernel.
+SAME_CHECKPOINT = {"gptq_marlin": "gptq", "awq_marlin": "awq"}
+# the 4-bit checkpoint formats models are most often published in, in order of preference
+CHECKPOINT_FORMATS = ("awq", "gptq")
 
 
 def _cc(situation: Situation) -> float | None:
@@ -46,6 +52,45 @@ def _quant_fixes(situation: Situation, method: str) -> list[Fix]:
     return out
 
 
+def _kernel_fixes(situation: Situation, method: str, cc: float) -> list[Fix]:
+    """The same checkpoint on an older kernel this GPU runs (gptq_marlin -> gptq)."""
+    base = SAME_CHECKPOINT.get(method)
+    need = quant_min_capability(base, situation.version) if base else None
+    if base is None or need is None or need > cc:
+        return []
+    command = user_command(situation, "vllm", {"--quantization": base})
+    return [Fix("vllm", f"the {base} kernel on the same checkpoint", command,
+                f"vLLM's {base} kernel needs compute capability {need:.1f}; this GPU has {cc:.1f}",
+                "slower than the Marlin kernel", 1, {"kind": "setting", "min_capability": need})]  # fmt: skip
+
+
+def _upgrade_fixes(situation: Situation, method: str, cc: float, need: float) -> list[Fix]:
+    """The first listed vLLM release whose kernels for ``method`` run on this GPU, when the paste's
+    version (or the minimum it printed) is older."""
+    for entry in sorted(feature_table().quant_min_capability, key=lambda e: parse_version(e.release) or (0,)):
+        release = parse_version(entry.release)
+        newer = release is not None and (situation.version is None or release > situation.version)
+        if newer and method in entry.methods and entry.methods[method] / 10 <= cc < need:
+            return [Fix("any", f"vLLM {entry.release} or newer", f'pip install -U "vllm>={entry.release}"',
+                        f"from {entry.release} its {method} kernels need compute capability {entry.methods[method] / 10:.1f}; this GPU has {cc:.1f}",
+                        "an upgrade", 2, {"kind": "upgrade", "min_capability": entry.methods[method] / 10})]  # fmt: skip
+    return []
+
+
+def _format_fixes(situation: Situation, method: str, cc: float) -> list[Fix]:
+    """Without a catalogued model to swap: the checkpoint format this GPU's kernels read."""
+    for fmt_ in CHECKPOINT_FORMATS:
+        need = quant_min_capability(fmt_, situation.version)
+        if fmt_ in (method, SAME_CHECKPOINT.get(method)) or need is None or need > cc:
+            continue
+        name = fmt_.upper()
+        article = "an" if name[0] in "AEIOU" else "a"
+        return [Fix("any", f"{article} {name} checkpoint of the same model", f"vllm serve <{name} checkpoint of the model> --quantization {fmt_}",
+                    f"vLLM's {fmt_} kernel needs compute capability {need:.1f}; this GPU has {cc:.1f}",
+                    "another checkpoint to download", 3, {"kind": "checkpoint", "min_capability": need})]  # fmt: skip
+    return []
+
+
 def _swap_model(situation: Situation, model_id: str) -> Situation:
     from dataclasses import replace
 
@@ -74,11 +119,15 @@ def quantization(situation: Situation) -> Reply:
         else situation.root.title
     )
     key = (
-        f"The {method} kernels need compute capability {need:.1f}; this GPU has {cc:.1f}."
+        f"The {method or 'quantization'} kernels need compute capability {need:.1f}; this GPU has {cc:.1f}."
         if need and cc
         else None
     )
     fixes = _quant_fixes(situation, method)
+    if cc is not None:
+        fixes = _kernel_fixes(situation, method, cc) + fixes
+        fixes += _upgrade_fixes(situation, method, cc, float(need)) if need else []
+        fixes += [] if fixes else _format_fixes(situation, method, cc)
     extra = [] if fixes else [hardware(situation, None)]
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=extra)
 

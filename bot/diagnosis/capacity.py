@@ -8,9 +8,10 @@ numbers; every fix is a plan recomputed on the engine's budget.
 from __future__ import annotations
 
 from bot.diagnosis.budgets import budget_for
-from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
+    env_fixes,
     hardware,
     log_facts,
     other_engine_lines,
@@ -24,6 +25,7 @@ from bot.situation import Situation
 from calculator.units import fmt_tokens
 from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
+from knowledge.levers import lever
 
 ENGINE_NAME = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI"}
 
@@ -62,8 +64,12 @@ def kv_short(situation: Situation) -> Reply:
     goal = Goal(length=want, may_shorten=True)
     found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
     fixes = to_fixes(situation, budget, found, goal) if budget else []
-    if not fixes:
-        fixes = self_fit_fixes(situation)
+    if not fixes:  # nothing sized on a budget: a self-sizing flag, else a setting with a fixed value
+        fixes = (
+            self_fit_fixes(situation)
+            or _doubled_blocks(situation)
+            or env_fixes(situation, situation.root.remedies, situation.engine)
+        )
     serves = any(c.serves_goal for c in found)
     key = _key_point(situation, fit, want, serves, bool(fixes))
     fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)
@@ -71,6 +77,25 @@ def kv_short(situation: Situation) -> Reply:
     extra = [] if serves else [hardware(situation, want)]
     return reply(situation, title, key, fixes, facts, picture(out0, f"GPU memory as {engine} budgets it"), extra,
                  {"fit_tokens": fit, "max_model_len": want})  # fmt: skip
+
+
+def _doubled_blocks(situation: Situation) -> list[Fix]:
+    """vLLM V0 dropped a prompt for the whole cache: at start it checked max_model_len <= the cache's
+    tokens (worker.py raise_if_cache_size_invalid) and the prompt is within max_model_len (scheduler.py
+    prompt_limit), so the cache holds at least the prompt and only the 1 % watermark of blocks
+    (core/block_manager.py) is what it missed.  fp8 KV, which doubles the blocks, holds it for sure."""
+    prompt = situation.params.get("prompt_tokens")
+    lev = lever("kv_fp8")
+    if situation.engine != "vllm" or not prompt or "kv_cache_dtype" not in situation.root.remedies:
+        return []
+    current = situation.command.flag("--kv-cache-dtype") if situation.command else None
+    if not available(lev, "vllm", situation) or (current or "auto").startswith("fp8"):
+        return []
+    from bot.diagnosis.commands import user_command
+
+    command = user_command(situation, "vllm", {"--kv-cache-dtype": "fp8"})
+    return [Fix("vllm", lev.change, command, f"twice the KV blocks: the cache already held at least the {fmt_tokens(prompt)} tokens less its 1 % watermark" + ("" if situation.gpus.gpu else " (fp8 KV needs an Ada, Hopper or Blackwell GPU, or an MI300)"),
+                lev.cost, 1, {"kind": "doubled cache", "serves": int(prompt), "needs": "vLLM 0.4.2 or newer"})]  # fmt: skip
 
 
 def _key_point(
@@ -92,11 +117,11 @@ def _key_point(
 def request_too_long(situation: Situation) -> Reply:
     p = situation.params
     limit = (
-        p.get("max_model_len")
+        p.get("prompt_limit")  # the limit the error printed, before the server's settings
+        or p.get("max_model_len")
         or p.get("n_ctx")
         or p.get("context_length")
         or p.get("max_total_tokens")
-        or p.get("prompt_limit")
     )
     prompt = p.get("prompt_tokens")
     asked = p.get("requested_tokens") or ((prompt or 0) + (p.get("max_tokens") or 0)) or None
@@ -108,6 +133,13 @@ def request_too_long(situation: Situation) -> Reply:
     if limit and prompt and prompt < limit:
         fixes.append(Fix("any", "ask for fewer new tokens", f'"max_tokens": {int(limit) - int(prompt)}',
                          f"prompt {fmt_tokens(prompt)} + output fits {fmt_tokens(limit)}", "shorter answers", 1, {"kind": "request"}))  # fmt: skip
+    elif limit and prompt:  # the prompt alone is over: no output budget helps, the prompt must shrink
+        # a prompt-only limit (vLLM V0's min(max_model_len, max_num_batched_tokens)) leaves max_tokens out
+        bound = "prompt_tokens" if p.get("prompt_limit") else "prompt_tokens + max_tokens"
+        room = "" if p.get("prompt_limit") else ", and the answer needs room too"
+        fixes.append(Fix("any", "send a shorter prompt", f"{bound} <= {int(limit)}",
+                         f"the prompt is {fmt_tokens(prompt)} tokens, {fmt_tokens(int(prompt) - int(limit))} over the {fmt_tokens(limit)} the server takes{room}",
+                         "drop older turns or split the document", 1, {"kind": "request", "max_prompt_tokens": int(limit)}))  # fmt: skip
     budget = budget_for(situation)
     if budget is not None and asked:
         goal = Goal(length=int(asked), may_shorten=False)
@@ -136,6 +168,7 @@ def request_too_long(situation: Situation) -> Reply:
     )
     if not asked or not limit:
         key = None
+    fixes += advice_fixes(situation, situation.root.remedies)
     facts = log_facts(situation) + setup_facts(situation)
     return reply(situation, title, key, fixes, facts)
 

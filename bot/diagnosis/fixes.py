@@ -21,6 +21,7 @@ from knowledge.levers import Lever, lever_for
 MAX_UTIL = 0.95  # never suggest more: non-torch memory and fragmentation need the rest
 UTIL_STEP = 0.01
 MIN_CONTEXT = 256  # a context below this is not worth a command
+MOVES_GIB = 0.25  # memory that moves between vLLM's start-up check and a later allocation: kept free
 
 
 @dataclass
@@ -41,7 +42,7 @@ class Candidate:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def _available(lever: Lever, engine: str, situation: Situation) -> bool:
+def available(lever: Lever, engine: str, situation: Situation) -> bool:
     spelling = lever.engines.get(engine)
     if spelling is None:
         return False
@@ -80,7 +81,7 @@ def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None
         return plan.with_(util=top) if top > current else None
     if goal.free_gib is None or not total:
         return None
-    lowered = int((goal.free_gib - 0.25) / total * 100) / 100  # 0.25 GiB for what moves at start
+    lowered = int((goal.free_gib - MOVES_GIB) / total * 100) / 100
     return plan.with_(util=lowered) if 0.05 <= lowered < current else None
 
 
@@ -229,7 +230,7 @@ def _levers(remedies: list[str], engine: str, situation: Situation) -> list[Leve
     seen: list[Lever] = []
     for name in remedies:
         lev = lever_for(name)
-        if lev is not None and lev not in seen and _available(lev, engine, situation):
+        if lev is not None and lev not in seen and available(lev, engine, situation):
             seen.append(lev)
     return seen
 

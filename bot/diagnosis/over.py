@@ -6,9 +6,11 @@ The key point says what holds the memory and by how much it is short; fixes are 
 
 from __future__ import annotations
 
+import math
+
 from bot.diagnosis.budgets import Budget, budget_for
 from bot.diagnosis.capacity import _name
-from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.fixes import MOVES_GIB, Goal, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
     env_fixes,
@@ -24,6 +26,7 @@ from bot.situation import Situation
 from calculator.plan import Outcome
 from calculator.units import fmt_tokens
 from calculator.vllm import VllmEstimate
+from knowledge.levers import lever
 
 FRAGMENTED = 0.5  # reserved-but-unallocated at least half of what was asked: the allocator, not the model
 
@@ -81,7 +84,7 @@ def _util_within_free(
     vLLM makes), and what it costs the KV cache."""
     if not total or not util or "lower_gpu_memory_utilization" not in situation.root.remedies:
         return []
-    lowered = int((free - 0.25) / total * 100) / 100
+    lowered = int((free - MOVES_GIB) / total * 100) / 100
     if not 0.05 <= lowered < util:
         return []
     from bot.diagnosis.commands import user_command
@@ -118,7 +121,7 @@ def no_kv(situation: Situation) -> Reply:
     if out0 is not None and out0.target_gib:
         used = sum(t.gib for t in out0.terms if t.name != "kv cache")
         key = f"Weights, activations and graphs take {used:.2f} GiB of the {out0.target_gib:.2f} GiB {engine} may use; the KV cache gets {max(0.0, out0.kv_gib):.2f} GiB."
-    fixes = _verified(situation, budget)
+    fixes = _verified(situation, budget) or env_fixes(situation, situation.root.remedies, situation.engine)
     return _budget_reply(situation, title, key, fixes, out0, budget)
 
 
@@ -234,6 +237,33 @@ def budget_over(situation: Situation) -> Reply:
     return alloc_failed(situation)
 
 
+def _room_for_allocation(situation: Situation) -> list[Fix]:
+    """An allocation outside the engine's share failed with ``tried`` asked and ``free`` left (both in
+    the message): lower the share by what it lacked, as a fraction of the GPU's total.  With the share
+    in force known (the user's command, the log) the lowered value; else the step to take off it."""
+    tried, free = _gib(situation, "tried_mib", "tried_gib"), _gib(situation, "free_mib", "free_gib")
+    total = _gib(situation, "total_gib") or situation.get("gpu_total_gib")
+    spelling = lever("lower_util").engines.get(situation.engine)
+    if "lower_gpu_memory_utilization" not in situation.root.remedies or spelling is None or not spelling.flag:
+        return []
+    if tried is None or free is None or not total or tried <= free:
+        return []
+    step = math.ceil((tried - free + MOVES_GIB) / float(total) * 100) / 100
+    flag, util = spelling.flag, situation.setting("util")
+    check = {"kind": "room", "step": step, "lacked_gib": round(tried - free, 2)}
+    effect = f"{step * float(total):.2f} GiB more outside the {_name(situation.engine)} share for the {tried:.2f} GiB allocation that found {free:.2f} GiB free"
+    if util is not None:
+        lowered = round(float(util) - step, 2)
+        if lowered < 0.05:
+            return []
+        from bot.diagnosis.commands import user_command
+
+        command = user_command(situation, situation.engine, {flag: f"{lowered:.2f}"})
+        return [Fix(situation.engine, f"{flag} {lowered:.2f}", command, effect, "a smaller KV cache", 1, {**check, "util": lowered})]  # fmt: skip
+    return [Fix("any", f"lower {flag} by {step:.2f} from the value in force (the server_args / engine-args line)",
+                f"{flag} <the value in force - {step:.2f}>", effect, "a smaller KV cache", 1, check)]  # fmt: skip
+
+
 def _engine_oom(situation: Situation) -> Reply:
     """vLLM / SGLang OOM after the KV cache was sized (CUDA-graph capture, runtime): leave more room."""
     engine = _name(situation.engine)
@@ -249,10 +279,17 @@ def _engine_oom(situation: Situation) -> Reply:
         util = budget.plan0.util or 0.9
         room = None
         if total and tried is not None:
-            room = total * util - max(0.0, tried - (free or 0.0)) - 0.25
+            room = total * util - max(0.0, tried - (free or 0.0)) - MOVES_GIB
         goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=room)
         fixes = to_fixes(
             situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
         )
+    # settings that remove the failing term whatever the numbers (no CUDA graphs for a capture OOM)
+    settings = env_fixes(situation, situation.root.remedies, situation.engine)
+    for fix in settings:
+        fix.rank = 0  # sure to remove the failing term: first
+    if not fixes and not settings:  # one allocation failed (not a capture of many): make room for it
+        fixes = _room_for_allocation(situation)
+    fixes = settings + [f for f in fixes if f.command not in {s.command for s in settings}]
     fixes += advice_fixes(situation, situation.root.remedies)
     return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))

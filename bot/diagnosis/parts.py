@@ -11,7 +11,7 @@ from typing import Any, cast
 import re2
 
 from bot.diagnosis.budgets import budget_for
-from bot.diagnosis.fixes import Goal, candidates, to_fixes
+from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
 from calculator.catalog import GPU
@@ -141,18 +141,39 @@ def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
     )
 
 
+_PLACEHOLDER = re2.compile(r"\{([a-z_]+)\}")
+
+
+def filled(template: str, situation: Situation, number: Any = str) -> str | None:
+    """``{name}`` placeholders filled with the numbers the paste printed; None when one is missing."""
+    values = {}
+    for name in _PLACEHOLDER.findall(template):
+        value = situation.get(name)
+        if value is None:
+            return None
+        values[name] = (
+            number(int(value)) if isinstance(value, float) and value.is_integer() else number(value)
+        )
+    return template.format(**values) if values else template
+
+
 def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
-    """Levers that change no budget term but come with a diagnostic command (what holds memory)."""
+    """Levers that change no budget term but come with a command: a diagnostic (what holds memory), or
+    an action whose values the paste printed (``{name}`` placeholders, offered only when all are there)."""
     out: list[Fix] = []
     for name in remedies:
         lev = lever_for(name)
         if lev is None or lev.knob != "none" or not lev.command:
             continue
-        if any(f.command == lev.command for f in out):
+        command = filled(lev.command, situation)
+        if command is None or any(f.command == command for f in out):
             continue
-        out.append(
-            Fix("any", lev.change, lev.command, "shows what holds the memory", "", 50, {"kind": "diagnostic"})
-        )
+        effect = (
+            filled(lev.effect, situation, fmt) if lev.effect else "shows what holds the memory"
+        ) or lev.change
+        sized = command != lev.command  # an action sized by the paste's numbers, else a diagnostic
+        kind = "request" if sized else "diagnostic"
+        out.append(Fix("any", lev.change, command, effect, lev.cost, 5 if sized else 50, {"kind": kind}))
     return out
 
 
@@ -163,18 +184,22 @@ def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fi
     out: list[Fix] = []
     for name in remedies:
         lev = lever_for(name)
-        if lev is None or lev.knob != "none" or engine not in lev.engines:
+        if lev is None or lev.knob != "none" or not available(lev, engine, situation):
             continue
         spelling = lev.engines[engine]
         if engine == "pytorch":
             command = f"{spelling.env}={spelling.value} python your_script.py"
-        elif spelling.flag:
-            command = user_command(situation, engine, {spelling.flag: spelling.value or ""})
+        elif spelling.flag:  # "unset": the flag removed; "{name}": the number the paste printed
+            value = None if spelling.value == "unset" else filled(spelling.value or "", situation)
+            if value is None and spelling.value != "unset":
+                continue
+            command = user_command(situation, engine, {spelling.flag: value})
         elif spelling.env:
             command = user_command(situation, engine, {}, {spelling.env: spelling.value or ""})
         else:
             continue
-        out.append(Fix(engine, lev.change, command, lev.change, lev.cost, 10, {"kind": "setting"}))
+        effect = filled(lev.effect, situation, fmt) or lev.change
+        out.append(Fix(engine, lev.change, command, effect, lev.cost, 10, {"kind": "setting"}))
     return out
 
 

@@ -1,0 +1,35 @@
+"""Every built-in memory-error signature's own examples produce a fix, except the ones pinned here: their
+examples print no number that sizes a fix and no number-free lever is sure to remove the failing term
+(docs/benchmarks.md, bench/verify_fixes.py).  A signature that loses its fix, or gains one, fails here."""
+
+from __future__ import annotations
+
+from bot.core import GardenBot, Paste
+from knowledge.loader import load_builtin
+from knowledge.schema import MEMORY_CATEGORIES
+
+NO_FIX_YET = {
+    "mlx.metal_command_buffer_oom",
+    "ollama.context_exceeded.prompt",
+    "ollama.gpu_oom.insufficient_memory",
+    "sglang.decode_oom.crash",
+    "sglang.hybrid_state_no_memory.v0",
+    "sglang.req_slots_exhausted",
+    "sycl.device_oom",
+    "trtllm.kv_cache_too_small",
+    "vllm.no_kv_memory.auto_fit",
+    "vllm.no_kv_memory.no_cache_blocks",
+}
+
+
+def test_memory_errors_without_a_fix_are_only_the_pinned_ones():
+    bot = GardenBot()
+    without = set()
+    for loaded in load_builtin().signatures:
+        sig = loaded.signature
+        if sig.category not in MEMORY_CATEGORIES or sig.category == "memory_report":
+            continue
+        replies = [bot.triage(Paste(ex.text, False, [])) for ex in sig.examples if ex.expect == "match"]
+        if not any(r is not None and r.kind == "diagnosis" and r.fixes for r in replies):
+            without.add(sig.id)
+    assert without == NO_FIX_YET
