@@ -3,6 +3,8 @@ for a quantized V cache, a minimum compute capability).  Fixes use what this GPU
 
 from __future__ import annotations
 
+import re2
+
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.commands import user_command
@@ -77,16 +79,40 @@ def _upgrade_fixes(situation: Situation, method: str, cc: float, need: float) ->
     return []
 
 
+# quantization suffixes a repo name carries, stripped to search for the same model in another format
+_QUANT_SUFFIX = re2.compile(
+    r"(?i)[-_.](?:awq|gptq|fp8|int[48]|w[48]a(?:8|16)|bnb|4bit|8bit|marlin|nvfp4|mxfp4)\b.*$"
+)
+
+
+def _hub_search(model_name: str, fmt_: str) -> str | None:
+    """A command that lists the Hub repos of ``model_name`` in the ``fmt_`` format (ids containing both)."""
+    base = _QUANT_SUFFIX.sub("", model_name.rstrip("/").rsplit("/", 1)[-1])
+    if not base or not all(c.isalnum() or c in "-_." for c in base):
+        return None
+    return (
+        'python -c "from huggingface_hub import list_models; '
+        f"print(*[m.id for m in list_models(search='{base}', limit=500) if '{fmt_}' in m.id.lower()], "
+        'sep=chr(10))"'
+    )
+
+
 def _format_fixes(situation: Situation, method: str, cc: float) -> list[Fix]:
-    """Without a catalogued model to swap: the checkpoint format this GPU's kernels read."""
+    """Without a catalogued model to swap: the checkpoint format this GPU's kernels read, and a search
+    for that format of the model named in the paste (no fix when the paste names no model)."""
+    if not situation.model_name:
+        return []
     for fmt_ in CHECKPOINT_FORMATS:
         need = quant_min_capability(fmt_, situation.version)
         if fmt_ in (method, SAME_CHECKPOINT.get(method)) or need is None or need > cc:
             continue
+        search = _hub_search(situation.model_name, fmt_)
+        if search is None:
+            return []
         name = fmt_.upper()
         article = "an" if name[0] in "AEIOU" else "a"
-        return [Fix("any", f"{article} {name} checkpoint of the same model", f"vllm serve <{name} checkpoint of the model> --quantization {fmt_}",
-                    f"vLLM's {fmt_} kernel needs compute capability {need:.1f}; this GPU has {cc:.1f}",
+        return [Fix("any", f"{article} {name} checkpoint of the same model (then `--quantization {fmt_}`)", search,
+                    f"lists {name} repos of this model on the Hub; vLLM's {fmt_} kernel needs compute capability {need:.1f}, this GPU has {cc:.1f}",
                     "another checkpoint to download", 3, {"kind": "checkpoint", "min_capability": need})]  # fmt: skip
     return []
 

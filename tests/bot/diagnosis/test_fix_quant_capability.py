@@ -34,19 +34,26 @@ def test_fp8_on_ampere_with_an_old_minimum_points_at_the_release_that_runs_it():
     assert _fixes(text)[0].command == 'pip install -U "vllm>=0.11.0"'
 
 
-def test_awq_on_volta_gets_a_gptq_checkpoint():
+def test_awq_on_volta_searches_the_hub_for_a_gptq_checkpoint_of_the_named_model():
     text = (
+        "vllm serve TheBloke/Mistral-7B-Instruct-v0.2-AWQ --quantization awq\n"
         "The quantization method awq is not supported for the current GPU. Minimum capability: 75. "
         "Current capability: 70."
     )
     fix = _fixes(text)[0]
-    assert fix.command == "vllm serve <GPTQ checkpoint of the model> --quantization gptq"
+    assert fix.command == (
+        'python -c "from huggingface_hub import list_models; '
+        "print(*[m.id for m in list_models(search='Mistral-7B-Instruct-v0.2', limit=500) "
+        "if 'gptq' in m.id.lower()], sep=chr(10))\""
+    )
     assert fix.verification["min_capability"] == 6.0
 
 
-def test_compressed_tensors_scheme_on_turing_gets_an_awq_checkpoint():
+def test_no_placeholder_command_when_the_paste_names_no_model():
     text = (
         "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
         "'Current capability: 75.')"
     )
-    assert _fixes(text)[0].command == "vllm serve <AWQ checkpoint of the model> --quantization awq"
+    reply = diagnose(detect(text))
+    assert reply is not None
+    assert all("<" not in f.command for f in reply.fixes)
