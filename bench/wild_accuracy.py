@@ -48,6 +48,7 @@ from calculator.vllm import (  # noqa: E402
     reported_kv_tokens,
     vllm_budget,
 )
+from knowledge.features import version_hints  # noqa: E402
 
 DATA = ROOT / "tests/data/wild_logs.jsonl"
 DOCS = ROOT / "docs/benchmarks.md"
@@ -62,7 +63,13 @@ EXACT = {
     "llamacpp_kv_mib",
     "ollama_kv_mib",
 }
-BUDGET = {"vllm_budget_kv_gib", "vllm_budget_tokens", "vllm_weights_gib", "sglang_budget_tokens"}
+BUDGET = {
+    "vllm_budget_kv_gib",
+    "vllm_budget_tokens",
+    "vllm_budget_blocks",
+    "vllm_weights_gib",
+    "sglang_budget_tokens",
+}
 
 
 class Unanswered(Exception):
@@ -96,11 +103,11 @@ def model_of(rec: dict[str, Any]) -> tuple[ModelSpec, Variant | None]:
     name = rec.get("model")
     if not name:
         raise Unanswered("the thread names no model")
-    engine = {"llama.cpp": "llama.cpp"}.get(rec["engine"], rec["engine"])
+    engine = {"aphrodite": "vllm"}.get(rec["engine"], rec["engine"])  # a vLLM fork
     try:
         match = resolve_model(name, engine)
     except NameNotFound as e:
-        raise Unanswered(f"model {name!r} not resolved: {str(e)[:90]}") from e
+        raise Unanswered(f"model {name!r} is not in the catalog") from e
     return match.model, match.variant
 
 
@@ -110,12 +117,26 @@ def gpu_of(rec: dict[str, Any]) -> GPU:
     try:
         return resolve_gpu(rec["gpu"])
     except NameNotFound as e:
-        raise Unanswered(f"GPU {rec['gpu']!r} not resolved: {str(e)[:90]}") from e
+        raise Unanswered(f"GPU {rec['gpu']!r} not resolved: {str(e)[:60]}") from e
+
+
+def paste_version(text: str) -> str | None:
+    """What the bot reads when the paste prints no release: its V0/V1 markers (knowledge/features.yaml),
+    a "since" marker as that release, an "until" marker as the last release before it."""
+    for marker in version_hints("vllm", text):
+        if marker.since:
+            return marker.since
+        if marker.until:
+            major, minor, _patch = parse_version(marker.until, CURRENT_VLLM)
+            return f"{major}.{minor - 1}.99" if minor else f"{major - 1}.99.99"
+    return None
 
 
 def flags(rec: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     f = dict(rec.get("flags") or {})
-    version = check.get("version") or rec.get("version") or CURRENT_VLLM
+    printed = check.get("version") or rec.get("version")
+    version = printed if printed and any(c.isdigit() for c in printed.split()[0]) else None
+    version = version or paste_version(rec["text"]) or CURRENT_VLLM
     f["version"] = ".".join(map(str, parse_version(version, CURRENT_VLLM)))
     f["tp"] = int(f.get("tp", 1))  # data-parallel + expert-parallel ranks keep the whole attention
     f["pp"] = int(f.get("pp", 1))
@@ -188,6 +209,8 @@ def vllm_full(rec: dict[str, Any], check: dict[str, Any]) -> float:
         return b.weights_gib
     if check["kind"] == "vllm_budget_tokens":
         return b.kv_tokens
+    if check["kind"] == "vllm_budget_blocks":
+        return b.num_blocks
     return b.kv_cache_gib
 
 
@@ -211,6 +234,7 @@ RUNNERS = {
     "ollama_kv_mib": llamacpp_exact,
     "vllm_budget_kv_gib": vllm_full,
     "vllm_budget_tokens": vllm_full,
+    "vllm_budget_blocks": vllm_full,
     "vllm_weights_gib": vllm_full,
     "sglang_budget_tokens": sglang_full,
 }
