@@ -315,9 +315,9 @@ def main() -> None:
     all_rows = rows()
     s = summary(all_rows)
     lines = [*headline(s), "", *table(all_rows)]
-    print("\n".join(lines))
     if args.write_docs:
         write_docs(lines)
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
