@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="list every miss under its file")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     args = parser.parse_args(argv)
-    files = sorted(DATA.glob("wild_*.jsonl"))
+    # wild_logs.jsonl is the calculator's held-out set (bench/wild_accuracy.py): no detector family labels
+    files = [p for p in sorted(DATA.glob("wild_*.jsonl")) if p.name != "wild_logs.jsonl"]
     if not files:
         print(f"no wild_*.jsonl in {DATA}", file=sys.stderr)
         return 1

@@ -353,7 +353,7 @@ def _kv_capacity(cmd: Command, facts: PasteFacts, util: float | None) -> tuple[i
     fp8 = (cmd.flag("--kv-cache-dtype") or "auto").startswith("fp8") and not facts.kv_fp8
     extra_gib = 0.0
     if util is not None:
-        base_util = facts.util if facts.util is not None else _default_util(facts.version)
+        base_util = facts.util if facts.util is not None else _default_util(facts.versions.get("vllm"))
         if (
             facts.total_gib is None
             or base_util is None

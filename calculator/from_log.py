@@ -27,6 +27,11 @@ from calculator.from_config import ConfigError, spec_from_gguf_meta
 from calculator.units import GIB
 
 _TAG = re2.compile(r"(?:print_info|llm_load_print_meta):\s+([A-Za-z_][A-Za-z0-9_. ]*?)\s*=\s*(.*?)\s*$")
+# the 2023 ggml/ggjt loader (llama.cpp before GGUF, Aug 2023): "llama_model_load_internal: n_embd = 4096";
+# that loader read LLaMA-architecture files only (llama.cpp llama.cpp, master-2023-06 .. b1050)
+_OLD_TAG = re2.compile(
+    r"llama_model_load_internal:\s+(n_(?:vocab|embd|head|head_kv|layer|ff))\s*=\s*(\d+)\s*$"
+)
 _KV = re2.compile(r"llama_model_loader: - kv\s+\d+:\s+(\S+)\s+(\S+)\s+=\s?(.*?)\s*$")
 _LOADED = re2.compile(r"llama_model_loader: loaded meta data with")
 _SWA_LAYER = re2.compile(r"load_tensors: layer\s+(\d+) assigned to device [^,]+, is_swa = ([01])")
@@ -164,6 +169,11 @@ def _gguf_lines(lines: list[str]) -> dict[str, Any]:
 def _print_lines(lines: list[str]) -> dict[str, str]:
     printed: dict[str, str] = {}
     for line in lines:
+        old = _OLD_TAG.search(line)
+        if old:
+            printed.setdefault("arch", "llama")
+            printed.setdefault(old.group(1), old.group(2))
+            continue
         m = _TAG.search(line)
         if not m:
             continue

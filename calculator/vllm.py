@@ -41,6 +41,18 @@ V0_MIN_BATCHED_TOKENS = int(constant("vllm", "v0_min_batched_tokens"))
 BLOCK_SIZE = int(constant("vllm", "block_size"))
 MLA_BLOCK_SIZE = int(constant("vllm", "mla_block_size"))
 UNKNOWN_TOTAL_GIB = constant("vllm", "unknown_total_gib")  # batching tier when the card is unknown
+V0_LONG_CONTEXT_LEN = int(constant("vllm", "v0_long_context_len"))
+V0_CHUNKED_BATCHED_TOKENS = int(constant("vllm", "v0_chunked_batched_tokens"))
+
+
+def _release(rows: tuple[dict[str, int | float | bool], ...]) -> tuple[int, int, int]:
+    """A release bound stored as one (major, minor, patch) row."""
+    row = next(iter(rows))
+    return int(row["major"]), int(row["minor"]), int(row["patch"])
+
+
+V0_LONG_CONTEXT_CHUNKED_FROM = _release(table("vllm", "v0_long_context_chunked_from"))
+PP_WHOLE_MODEL_CHECK_THROUGH = _release(table("vllm", "pp_whole_model_check_through"))
 
 
 @dataclass
@@ -110,6 +122,20 @@ def default_batching(gpu_total_gib: float, gpu_id: str, v0: bool, max_model_len:
         if gpu_total_gib >= row["min_gib"] and (row["a100_included"] or "a100" not in gpu_id):
             return int(row["max_num_seqs"]), int(row["max_num_batched_tokens"])
     return int(DEFAULT_BATCHING[-1]["max_num_seqs"]), int(DEFAULT_BATCHING[-1]["max_num_batched_tokens"])
+
+
+def v0_chunks_long_context(model: ModelSpec, max_model_len: int, version: tuple[int, int, int]) -> bool:
+    """V0 turns chunked prefill on by itself above 32K tokens, so it profiles a 512-token chunk instead
+    of a max_model_len prefill; not for multimodal, MLA, sliding-window or recurrent models
+    (vllm engine/arg_utils.py, use_long_context = max_model_len > 32768, 0.6-0.8)."""
+    if (
+        not vllm_is_v0(version)
+        or version < V0_LONG_CONTEXT_CHUNKED_FROM
+        or max_model_len <= V0_LONG_CONTEXT_LEN
+    ):
+        return False
+    plain = all(g.kind == "full" for g in model.layer_groups)
+    return plain and not model.multimodal and model.mla is None
 
 
 def estimate_activation_gib(
@@ -215,6 +241,42 @@ def kv_capacity(
     return num_blocks, kv_tokens, fit, concurrency
 
 
+def kv_check_layout(
+    model: ModelSpec, kv_cache_dtype: str, tp: int, pp: int, version: tuple[int, int, int]
+) -> KVLayout:
+    """The layout vLLM V1 checks "one request of max_model_len fits" against, per stage.
+
+    Up to the release in ``pp_whole_model_check_through`` get_kv_cache_configs merges the KV specs of
+    every pipeline stage into global groups and checks each stage's memory against them, so the whole
+    model's KV need is asked of every stage (vllm v1/core/kv_cache_utils.py; vllm#34076 at 0.15.2rc1:
+    24.0 GiB needed for Qwen3-30B-A3B at 262,144 on a 2-stage pipeline, the whole 48 layers).
+    Later code projects the groups onto each stage's own layers.
+    """
+    whole = pp > 1 and not vllm_is_v0(version) and version <= PP_WHOLE_MODEL_CHECK_THROUGH
+    return vllm_layout(model, kv_cache_dtype, tp=tp, pp=1 if whole else pp)
+
+
+def kv_needed_bytes(layout: KVLayout, length: int, block: int = BLOCK_SIZE, in_flight: int = 2048) -> float:
+    """The KV one request of ``length`` tokens needs (V1's max_memory_usage_bytes, in whole blocks)."""
+    return _blocks_bytes(layout, length, block, in_flight)
+
+
+def longest_len_for(
+    layout: KVLayout, budget_bytes: float, block: int = BLOCK_SIZE, in_flight: int = 2048
+) -> int:
+    """The longest request a KV budget holds (V1's estimated maximum model length)."""
+    return _blocks_max_len(layout, budget_bytes, block, in_flight)
+
+
+def reported_kv_tokens(layout: KVLayout, tokens: int, concurrency: float, max_len: int, v0: bool) -> int:
+    """The "GPU KV cache size: N tokens" V1 prints: blocks x block size for attention-only models, and
+    max_concurrency x max_model_len when sliding or recurrent layers make per-request use non-linear
+    (vllm v1/core/kv_cache_utils.py _report_kv_cache_config)."""
+    if v0 or not (layout.sliding or layout.state_bytes_per_seq):
+        return tokens
+    return int(concurrency * max_len)
+
+
 def _blocks_bytes(layout: KVLayout, length: int, block: int, in_flight: int) -> float:
     """vLLM's per-request maximum usage (§2.2): whole blocks, sliding layers capped at the window."""
     total = math.ceil(length / block) * block * layout.growing_bytes_per_token
@@ -301,6 +363,9 @@ class VllmEstimate:
         return derived_max_model_len(self.model, ".".join(map(str, self.version))) if self.model else None
 
     def batching(self, plan: Plan) -> tuple[int, int]:
+        max_len = self.max_len(plan) or V0_MIN_BATCHED_TOKENS
+        if self.model is not None and v0_chunks_long_context(self.model, max_len, self.version):
+            return plan.max_seqs or V0_MAX_NUM_SEQS, plan.batched_tokens or V0_CHUNKED_BATCHED_TOKENS
         seqs_d, tokens_d = default_batching(
             self.total() or UNKNOWN_TOTAL_GIB,
             self.gpu_id,

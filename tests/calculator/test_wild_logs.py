@@ -1,0 +1,176 @@
+"""The held-out real logs (tests/data/wild_logs.jsonl) and the engine quirks replayed from them.
+
+- the set itself: unique records, none from a development-corpus thread, every logged number printed in
+  the record's own text;
+- each quirk replays the log it came from (exact value, or the tolerance the test states).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from calculator import vllm
+from calculator.catalog import variant_weight_bytes
+from calculator.from_log import read_log
+from calculator.kv import llamacpp_layout, vllm_layout
+from calculator.llamacpp import LlamaCppConfig, kv_bytes
+from calculator.resolve import resolve_gpu, resolve_model
+from calculator.units import GIB, MIB
+from calculator.vllm import (
+    VllmConfig,
+    kv_capacity,
+    kv_check_layout,
+    kv_needed_bytes,
+    longest_len_for,
+    reported_kv_tokens,
+    v0_chunks_long_context,
+    vllm_budget,
+)
+from tests.conftest import CORPUS
+
+WILD = Path(__file__).resolve().parents[1] / "data" / "wild_logs.jsonl"
+RECORDS = [json.loads(line) for line in WILD.read_text().splitlines() if line.strip()]
+
+
+def record(record_id: str) -> dict:
+    return next(r for r in RECORDS if r["id"] == record_id)
+
+
+def model(name: str):
+    return resolve_model(name, "vllm").model
+
+
+# ---- the set ------------------------------------------------------------------------------------
+
+
+def test_records_are_unique_and_sourced():
+    ids = [r["id"] for r in RECORDS]
+    assert len(ids) == len(set(ids))
+    for r in RECORDS:
+        assert r["source"].startswith("https://github.com/"), r["id"]
+        assert r["engine"] in ("vllm", "sglang", "llama.cpp", "ollama", "aphrodite"), r["id"]
+        assert r["text"].strip() and r["checks"], r["id"]
+
+
+def test_no_record_comes_from_a_development_corpus_thread():
+    if not CORPUS:
+        pytest.skip("development corpus not available")
+    dev_ids = {r["id"] for r in CORPUS}
+    dev_sources = {r["source"].rstrip("/") for r in CORPUS}
+    for r in RECORDS:
+        assert r["id"] not in dev_ids, r["id"]
+        assert r["source"].rstrip("/") not in dev_sources, r["id"]
+
+
+def _printed_forms(value: float) -> set[str]:
+    forms = {f"{value:g}", f"{value:,.0f}", f"{value:.2f}", f"{value:.1f}", f"{value:.4f}"}
+    if float(value).is_integer():
+        forms |= {str(int(value)), f"{int(value):,}"}
+    return forms
+
+
+def test_every_logged_number_is_in_the_records_own_text():
+    """The numbers a check compares with are the ones the paste prints (never retyped or rounded)."""
+    for r in RECORDS:
+        for check in r["checks"]:
+            forms = _printed_forms(check["logged"])
+            assert any(re.search(rf"(?<![0-9.]){re.escape(f)}(?![0-9])", r["text"]) for f in forms), (
+                r["id"],
+                check["kind"],
+                check["logged"],
+            )
+
+
+# ---- vLLM V1 with pipeline parallelism: the whole model's KV is checked on each stage -------------
+
+
+def test_pp_check_asks_each_stage_for_the_whole_model():
+    """vllm#34076 (0.15.2rc1, --pipeline-parallel-size 2, Qwen3-Coder-30B-A3B): "24.0 GiB KV cache is
+    needed" at 262,144 and "the estimated maximum model length is 34736" for 3.18 GiB."""
+    m = model(record("vllm34076-pp2-qwen3coder30b-fp8")["model"])
+    lay = kv_check_layout(m, "auto", 1, 2, (0, 15, 2))
+    assert round(kv_needed_bytes(lay, 262144) / GIB, 2) == 24.00
+    assert longest_len_for(lay, 3.18 * GIB) == pytest.approx(34736, rel=0.001)  # 3.18 is rounded in the log
+
+
+def test_pp_check_is_per_stage_after_the_last_logged_release_and_on_v0():
+    m = model("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    later = kv_check_layout(m, "auto", 1, 2, (0, 16, 0))
+    v0 = kv_check_layout(m, "auto", 1, 2, (0, 7, 2))
+    assert round(kv_needed_bytes(later, 262144) / GIB, 2) == 12.00
+    assert round(kv_needed_bytes(v0, 262144) / GIB, 2) == 12.00
+
+
+def test_pp_check_replays_glm47_on_eight_stages():
+    """vllm#32105 (January 2026 nightly, -pp 8): 71.16 GiB needed at 202,752; 81,392 from 28.57 GiB."""
+    lay = kv_check_layout(model("zai-org/GLM-4.7"), "auto", 1, 8, (0, 8, 0))
+    assert round(kv_needed_bytes(lay, 202752) / GIB, 2) == 71.16
+    assert longest_len_for(lay, 28.57 * GIB) == pytest.approx(81392, rel=0.001)
+
+
+# ---- vLLM V0: above 32K tokens chunked prefill is on, the profile is a 512-token chunk -------------
+
+
+def test_v0_long_context_profiles_a_chunk():
+    m = model("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B")
+    assert v0_chunks_long_context(m, 131072, (0, 7, 2))
+    assert not v0_chunks_long_context(m, 32768, (0, 7, 2))  # "> 32768"
+    assert not v0_chunks_long_context(m, 131072, (0, 8, 0))  # V1 batches by GPU tier instead
+    assert not v0_chunks_long_context(model("Qwen/Qwen2.5-VL-7B-Instruct"), 131072, (0, 7, 2))  # multimodal
+
+
+def test_v0_long_context_replays_its_log():
+    """vllm#13061 (V0, 2x RTX 4090, TP 2, util 0.98, max seq len 131072): 81,536 KV tokens logged; the
+    cache of one rank the thread prints (8.69 GiB) holds 94,912, the engine keeps the smallest rank's.
+    Profiling a 131,072-token prefill instead predicts under 30,000; within 20 % now."""
+    match = resolve_model("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "vllm")
+    m = match.model
+    cfg = VllmConfig(tp=2, gpu_memory_utilization=0.98, version="0.7.2")
+    b = vllm_budget(m, resolve_gpu("RTX 4090"), variant_weight_bytes(m, match.variant), cfg)
+    assert (b.max_num_seqs, b.max_num_batched_tokens) == (256, 512)
+    assert b.kv_tokens == pytest.approx(81536, rel=0.20)
+    lay = vllm_layout(m, "auto", tp=2)
+    assert kv_capacity(lay, 8.69, 131072, v0=True)[1] == 94912
+
+
+# ---- what V1 prints as "GPU KV cache size" ---------------------------------------------------------
+
+
+def test_reported_tokens_are_blocks_for_attention_only_models():
+    lay = vllm_layout(model("Qwen/Qwen3-235B-A22B"), "auto", tp=4)
+    blocks, tokens, _fit, conc = kv_capacity(lay, 8.11, 40960)
+    assert reported_kv_tokens(lay, tokens, conc, 40960, v0=False) == tokens == blocks * 16
+
+
+def test_reported_tokens_are_concurrency_times_length_for_hybrids():
+    lay = vllm_layout(model("Qwen/Qwen3.6-35B-A3B"), "fp8")
+    _blocks, tokens, _fit, conc = kv_capacity(lay, 5.98, 131072)
+    assert lay.state_bytes_per_seq > 0
+    assert reported_kv_tokens(lay, tokens, conc, 131072, v0=False) == int(conc * 131072)
+
+
+# ---- llama.cpp 2023 (ggml/ggjt) logs: geometry from llama_model_load_internal -----------------------
+
+
+def test_2023_ggml_log_gives_geometry_and_the_kv_it_printed():
+    """llama-cpp-python#331 (June 2023): LLaMA 7B f16 at n_ctx 8192 printed "kv self size = 4096.00 MB"."""
+    found = read_log(record("llamacpppy331-llama7b-f16-ctx8192")["text"])
+    assert found is not None and found.spec is not None
+    spec = found.spec
+    assert (spec.num_hidden_layers, spec.hidden_size, spec.num_key_value_heads, spec.head_dim) == (
+        32,
+        4096,
+        32,
+        128,
+    )
+    assert kv_bytes(llamacpp_layout(spec), 8192, LlamaCppConfig(n_ctx=8192)) / MIB == 4096.0
+
+
+def test_release_bounds_are_pinned():
+    assert vllm.PP_WHOLE_MODEL_CHECK_THROUGH == (0, 15, 2)
+    assert vllm.V0_LONG_CONTEXT_CHUNKED_FROM == (0, 6, 4)
+    assert (vllm.V0_LONG_CONTEXT_LEN, vllm.V0_CHUNKED_BATCHED_TOKENS) == (32768, 512)
