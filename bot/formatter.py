@@ -96,7 +96,8 @@ def fence(text: str, lang: str = "") -> str:
 
 def _fix_lines(fix: Fix, lead: str) -> list[str]:
     cost = f" Cost: {fix.cost}." if fix.cost else ""
-    return [f"{lead} {fix.change}: {fix.effect}.{cost}", fence(fix.command, "bash")]
+    head = f"{lead} {fix.change}: {fix.effect}.{cost}"
+    return [head, fence(fix.command, "bash")] if fix.command else [head]
 
 
 def _one_line(fix: Fix) -> str:

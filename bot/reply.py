@@ -26,7 +26,7 @@ class Fix:
 
     engine: str  # vllm | llama.cpp | ollama | sglang | any
     change: str  # what changes, in a few words
-    command: str  # the full copy-paste text
+    command: str  # the full copy-paste text; "" for an action with no command (a value only the user has)
     effect: str  # what it buys
     cost: str = ""  # its price (latency, quality, money)
     rank: int = 0  # lower = try first

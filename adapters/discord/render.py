@@ -107,7 +107,8 @@ class Rendered:
 
 def _fix_block(fix: Fix) -> str:
     cost = f" _Cost: {inline(fix.cost)}._" if fix.cost else ""
-    return f"**{inline(fix.change)}**: {inline(fix.effect)}.{cost}\n{code_block(fix.command, 'bash')}"
+    head = f"**{inline(fix.change)}**: {inline(fix.effect)}.{cost}"
+    return f"{head}\n{code_block(fix.command, 'bash')}" if fix.command else head
 
 
 def _pack(name: str, units: list[str]) -> list[tuple[str, str]]:

@@ -130,7 +130,8 @@ def fallback_text(reply: Reply) -> str:
 
 def _fix_pieces(fix: Fix) -> list[str]:
     cost = f" Cost: {escape(fix.cost)}." if fix.cost else ""
-    return [f"• {escape(fix.change)}: {escape(fix.effect)}.{cost}", code_block(fix.command)]
+    head = f"• {escape(fix.change)}: {escape(fix.effect)}.{cost}"
+    return [head, code_block(fix.command)] if fix.command else [head]
 
 
 def _chat_blocks(reply: Reply, brief: bool) -> list[dict]:
@@ -142,7 +143,7 @@ def _chat_blocks(reply: Reply, brief: bool) -> list[dict]:
     for i, fix in enumerate(own[: 1 if brief else 3]):
         lead = "*Fix:*" if i == 0 else "*Or:*"
         pieces = _fix_pieces(fix)
-        blocks += [section(t) for t in pack([f"{lead} {pieces[0].removeprefix('• ')}", pieces[1]])]
+        blocks += [section(t) for t in pack([f"{lead} {pieces[0].removeprefix('• ')}", *pieces[1:]])]
     if others and not brief:
         lines = ["*Same model elsewhere*"]
         lines += [

@@ -260,8 +260,8 @@ def _room_for_allocation(situation: Situation) -> list[Fix]:
 
         command = user_command(situation, situation.engine, {flag: f"{lowered:.2f}"})
         return [Fix(situation.engine, f"{flag} {lowered:.2f}", command, effect, "a smaller KV cache", 1, {**check, "util": lowered})]  # fmt: skip
-    return [Fix("any", f"lower {flag} by {step:.2f} from the value in force (the server_args / engine-args line)",
-                f"{flag} <the value in force - {step:.2f}>", effect, "a smaller KV cache", 1, check)]  # fmt: skip
+    return [Fix("any", f"lower `{flag}` by {step:.2f} from the value in force (in the server_args / engine-args line)",
+                "", effect, "a smaller KV cache", 1, check)]  # fmt: skip
 
 
 def _engine_oom(situation: Situation) -> Reply:

@@ -139,3 +139,18 @@ def test_clean_and_defuse():
     assert r.defuse("x```y").replace(r.ZWSP, "") == "x```y"
     assert r.cut("abcdef", 4) == "abc…"
     assert len(r.thread_name(Reply(kind="vram", title="x" * 300))) == 100
+
+
+def test_an_action_fix_without_a_command_renders_no_empty_code_block():
+    reply = Reply(
+        kind="diagnosis",
+        title="SGLang: CUDA out of memory while serving",
+        summary="A later allocation found no room.",
+        fixes=[
+            Fix("any", "lower `--mem-fraction-static` by 0.04 from the value in force", "", "3.16 GiB more")
+        ],
+    )
+    fields = {f.name: f.value for f in r.render(reply).embeds[0].fields}
+    assert (
+        fields["Fix"] == "**lower `--mem-fraction-static` by 0.04 from the value in force**: 3.16 GiB more."
+    )

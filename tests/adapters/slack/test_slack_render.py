@@ -150,3 +150,17 @@ def test_feedback_value_parse_rejects_garbage():
         assert FeedbackRef.parse(junk) is None
     assert FeedbackRef.parse(FeedbackRef("a:b", None).value()) == FeedbackRef("a:b", None)
     assert len(FeedbackRef("k" * 5000, "s" * 5000).value()) <= 2000
+
+
+def test_an_action_fix_without_a_command_renders_no_empty_code_block():
+    reply = Reply(
+        kind="diagnosis",
+        title="SGLang: CUDA out of memory while serving",
+        summary="A later allocation found no room.",
+        fixes=[
+            Fix("any", "lower --mem-fraction-static by 0.04 from the value in force", "", "3.16 GiB more")
+        ],
+    )
+    body = "\n".join(sections(render_reply(reply)))
+    assert "*Fix:* lower --mem-fraction-static by 0.04 from the value in force: 3.16 GiB more." in body
+    assert "```" not in body

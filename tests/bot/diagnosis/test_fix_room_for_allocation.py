@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bot.detector import detect
 from bot.diagnosis import diagnose
+from bot.formatter import to_markdown
 
 OOM = (
     "[2025-03-11 08:02:17 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -29,10 +30,18 @@ def test_the_lowered_fraction_from_the_users_command():
     assert fix.verification["step"] == 0.04
 
 
-def test_without_the_fraction_in_force_the_step_to_take_off():
+def test_without_the_fraction_in_force_the_step_to_take_off_as_an_action_not_a_command():
     reply = diagnose(detect(OOM))
     assert reply is not None
-    assert reply.fixes[0].command == "--mem-fraction-static <the value in force - 0.04>"
+    fix = reply.fixes[0]
+    assert fix.command == ""
+    assert (
+        fix.change
+        == "lower `--mem-fraction-static` by 0.04 from the value in force (in the server_args / engine-args line)"
+    )
+    chat = to_markdown(reply)
+    assert "**Fix:** lower `--mem-fraction-static` by 0.04 from the value in force" in chat
+    assert "```bash\n\n```" not in chat and "<the value" not in chat
 
 
 def test_the_step_keeps_the_margin_for_what_moves():
