@@ -35,7 +35,9 @@ _LAUNCHER = (
     r"|docker +run\b"
     r")"
 )
-_COMMAND_START = re2.compile(r"(?m)^" + _PROMPT + "(" + _ENV + _LAUNCHER + r"[^\n]*)$")
+# a command quoted as Markdown inline code, `bash vllm serve ...` included
+_INLINE_CODE = r"(?:`(?:(?:ba)?sh +)?)?"
+_COMMAND_START = re2.compile(r"(?m)^" + _INLINE_CODE + _PROMPT + "(" + _ENV + _LAUNCHER + r"[^\n]*)$")
 _CONTINUED = ("\\", " ^", " `")
 _PY_CALL = re2.compile(r"\bLLM\(([^()]*)\)")
 
@@ -148,7 +150,10 @@ def _from_line(text: str, line_no: int) -> Command | None:
     m = _COMMAND_START.search(text)
     if m is None:
         return None
-    tokens = _split(m.group(1))
+    body = m.group(1)
+    if m.group(0).startswith("`") and body.endswith("`"):  # the closing backtick of inline code
+        body = body[:-1]
+    tokens = _split(body)
     if not tokens:
         return None
     env: list[str] = []

@@ -41,6 +41,7 @@ V0_MIN_BATCHED_TOKENS = int(constant("vllm", "v0_min_batched_tokens"))
 BLOCK_SIZE = int(constant("vllm", "block_size"))
 MLA_BLOCK_SIZE = int(constant("vllm", "mla_block_size"))
 UNKNOWN_TOTAL_GIB = constant("vllm", "unknown_total_gib")  # batching tier when the card is unknown
+LOGGED_FIT_TOLERANCE = constant("vllm", "logged_fit_tolerance")  # logged / modelled fit that still agrees
 V0_LONG_CONTEXT_LEN = int(constant("vllm", "v0_long_context_len"))
 V0_CHUNKED_BATCHED_TOKENS = int(constant("vllm", "v0_chunked_batched_tokens"))
 
@@ -505,11 +506,29 @@ class VllmEstimate:
         return Outcome(starts, fit, kv, tokens, terms, total, target, why, conc)
 
     def _capacity(self, plan: Plan, kv: float, want: int | None) -> tuple[int | None, int, float | None]:
+        fit, tokens, conc = self._raw_capacity(plan, kv, want)
+        logged_fit, logged_kv = self.obs.fit_len, self.obs.kv_cache_gib
+        if fit is None or self.model is None or logged_fit is None or logged_kv is None:
+            return fit, tokens, conc
+        # the log's own "estimated maximum model length" for its KV budget wins over the layout: where
+        # the engine asks more per token than modelled (a rule of that build), every plan is scaled down
+        fit0 = self._raw_capacity(self.plan0, logged_kv.value, None)[0]
+        ratio = logged_fit.value / fit0 if fit0 else 1.0
+        if ratio < LOGGED_FIT_TOLERANCE:
+            fit = int(fit * ratio)
+        return fit, tokens, conc
+
+    def _raw_capacity(self, plan: Plan, kv: float, want: int | None) -> tuple[int | None, int, float | None]:
         if self.model is not None:
             _seqs, batched = self.batching(plan)
             lay = vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp)
             block = MLA_BLOCK_SIZE if self.model.mla else BLOCK_SIZE
             _blocks, tokens, fit, conc = kv_capacity(lay, kv, want or 1, block, batched, self.v0, plan.pp)
+            check = kv_check_layout(self.model, plan.kv_dtype, plan.tp, plan.pp, self.version)
+            if not self.v0 and check != lay:  # the start check asks the whole model's KV of each stage
+                fit = longest_len_for(
+                    check, _blocks * block * lay.all_attention_bytes_per_token, block, batched
+                )
             return fit, tokens, conc
         bpt = self.bytes_per_token(plan)
         if not bpt:  # only the logged capacity: it holds for any plan that changes nothing but the length

@@ -1,0 +1,53 @@
+"""vLLM V1 printed how long a request its KV budget holds ("the estimated maximum model length is N"):
+a fix never promises more than that relation allows, whatever the modelled layout says.  Two held-out
+pipeline-parallel logs (tests/data/wild_logs.jsonl), where V1's start check asks each stage for the
+whole model's KV: vllm#34076 (0.15.2rc1, version printed) and vllm#32105 (a nightly with no version,
+read as the current release, so only the log's own figure catches it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.detector import detect
+from bot.diagnosis import diagnose
+from bot.shell import find_command
+
+WILD_LOGS = Path(__file__).resolve().parents[2] / "data" / "wild_logs.jsonl"
+
+
+def _text(record_id: str) -> str:
+    for line in WILD_LOGS.read_text().splitlines():
+        record = json.loads(line)
+        if record["id"] == record_id:
+            return str(record["text"])
+    raise KeyError(record_id)
+
+
+def _vllm_commands(text: str) -> list[str]:
+    reply = diagnose(detect(text))
+    assert reply is not None
+    return [f.command for f in sorted(reply.fixes, key=lambda f: f.rank) if f.engine == "vllm"]
+
+
+def test_pipeline_stage_check_on_the_printed_version():
+    first = _vllm_commands(_text("vllm34076-pp2-qwen3coder30b-fp8"))[0]
+    # 3.18 GiB holds 34,736 tokens of the whole 48-layer model (logged); the per-stage layout alone
+    # would have said 69,456 and printed --max-model-len 65536, which fails as printed
+    assert first.endswith("--pipeline-parallel-size 2 --enable-chunked-prefill --enable-auto-tool-choice "
+                          "--tool-call-parser qwen3_coder --max-model-len 32768")  # fmt: skip
+
+
+def test_the_logged_fit_wins_when_the_version_is_unknown():
+    commands = _vllm_commands(_text("vllm32105-pp8-glm47-fp8-a100"))
+    assert [c.rsplit("--reasoning-parser glm45 ", 1)[1] for c in commands] == [
+        "--max-model-len 80896",  # 81,392 logged, rounded down to a multiple of 1024
+        "--max-model-len 161792 --kv-cache-dtype fp8",
+    ]
+
+
+def test_a_command_quoted_as_inline_code_is_read_without_its_backticks():
+    command = find_command("`bash CUDA_VISIBLE_DEVICES=0,1 vllm serve ./m --pipeline-parallel-size 2`\nerror")
+    assert command is not None
+    assert command.env == ["CUDA_VISIBLE_DEVICES=0,1"]
+    assert command.argv == ["vllm", "serve", "./m", "--pipeline-parallel-size", "2"]
