@@ -42,6 +42,10 @@ BLOCK_SIZE = int(constant("vllm", "block_size"))
 MLA_BLOCK_SIZE = int(constant("vllm", "mla_block_size"))
 UNKNOWN_TOTAL_GIB = constant("vllm", "unknown_total_gib")  # batching tier when the card is unknown
 V0_LONG_CONTEXT_LEN = int(constant("vllm", "v0_long_context_len"))
+MXFP4_MARLIN_HIDDEN_MULTIPLE = int(constant("vllm", "mxfp4_marlin_hidden_multiple"))
+MXFP4_MARLIN_INTERMEDIATE_MULTIPLE = int(constant("vllm", "mxfp4_marlin_intermediate_multiple"))
+MXFP4_BITS = constant("vllm", "mxfp4_bits_per_weight")
+NATIVE_FP4_MIN_CC = constant("vllm", "native_fp4_min_cc")
 V0_CHUNKED_BATCHED_TOKENS = int(constant("vllm", "v0_chunked_batched_tokens"))
 
 
@@ -122,6 +126,30 @@ def default_batching(gpu_total_gib: float, gpu_id: str, v0: bool, max_model_len:
         if gpu_total_gib >= row["min_gib"] and (row["a100_included"] or "a100" not in gpu_id):
             return int(row["max_num_seqs"]), int(row["max_num_batched_tokens"])
     return int(DEFAULT_BATCHING[-1]["max_num_seqs"]), int(DEFAULT_BATCHING[-1]["max_num_batched_tokens"])
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def mxfp4_marlin_padding_bytes(
+    model: ModelSpec, quant: str | None, compute_capability: float | None, tp: int
+) -> int:
+    """Bytes vLLM adds to an MXFP4 MoE checkpoint on a GPU without native FP4: the Marlin backend
+    allocates every expert at a hidden size rounded up to 256 and a per-rank intermediate size rounded
+    up to 128 (vllm quantization/mxfp4.py create_weights).  Whole model, all ranks."""
+    if quant != "mxfp4" or compute_capability is None or compute_capability >= NATIVE_FP4_MIN_CC:
+        return 0
+    if not model.is_moe or not model.num_experts:
+        return 0
+    hidden = model.hidden_size
+    inter = (model.moe_intermediate_size or model.intermediate_size or 0) // max(1, tp)
+    if inter <= 0:
+        return 0
+    padded_h = _round_up(hidden, MXFP4_MARLIN_HIDDEN_MULTIPLE)
+    padded_i = _round_up(inter, MXFP4_MARLIN_INTERMEDIATE_MULTIPLE)
+    extra = 3 * (padded_h * padded_i - hidden * inter)  # gate + up (2 x I x H) and down (H x I)
+    return int(extra * model.num_experts * model.num_hidden_layers * max(1, tp) * MXFP4_BITS / 8)
 
 
 def v0_chunks_long_context(model: ModelSpec, max_model_len: int, version: tuple[int, int, int]) -> bool:

@@ -174,3 +174,81 @@ def test_release_bounds_are_pinned():
     assert vllm.PP_WHOLE_MODEL_CHECK_THROUGH == (0, 15, 2)
     assert vllm.V0_LONG_CONTEXT_CHUNKED_FROM == (0, 6, 4)
     assert (vllm.V0_LONG_CONTEXT_LEN, vllm.V0_CHUNKED_BATCHED_TOKENS) == (32768, 512)
+
+
+# ---- MXFP4 through Marlin on a GPU without native FP4 (vllm#23278) --------------------------------
+
+
+def test_mxfp4_marlin_pads_the_experts_on_hopper():
+    gptoss = model("openai/gpt-oss-120b")
+    # hidden 2880 -> 3072, intermediate 2880 -> 2944, gate+up+down, 128 experts x 36 layers, 4.25 bits
+    assert vllm.mxfp4_marlin_padding_bytes(gptoss, "mxfp4", 9.0, 1) == 5_504_827_392
+    assert vllm.mxfp4_marlin_padding_bytes(gptoss, "mxfp4", 10.0, 1) == 0  # native FP4 from SM100
+    assert vllm.mxfp4_marlin_padding_bytes(gptoss, "bf16", 9.0, 1) == 0
+    assert vllm.mxfp4_marlin_padding_bytes(model("Qwen/Qwen2.5-7B-Instruct"), "mxfp4", 9.0, 1) == 0
+
+
+def test_mxfp4_marlin_replays_gptoss_120b_on_h100():
+    rec = record("vllm23278-gptoss120b-h100")
+    assert "Marlin kernel" in rec["text"]
+    match = resolve_model("openai/gpt-oss-120b", "vllm")
+    loaded = variant_weight_bytes(match.model, match.variant) + vllm.mxfp4_marlin_padding_bytes(
+        match.model, match.variant.quant, 9.0, 1
+    )
+    logged = rec["logged"]["weights_gib"]
+    assert abs(loaded / GIB - logged) / logged < 0.002  # 65.92 GiB against 65.97 logged
+
+
+# ---- names the held-out logs use ------------------------------------------------------------------
+
+
+def test_meta_405b_fp8_is_metas_checkpoint_not_redhats():
+    for name in ("meta-llama/Meta-Llama-3.1-405B-Instruct-FP8", "meta-llama/Llama-3.1-405B-Instruct-FP8"):
+        match = resolve_model(name, "vllm")
+        assert match.variant.id == "meta-llama/Llama-3.1-405B-Instruct-FP8"
+        assert match.variant.size_bytes == 487_229_259_776  # attention and edge blocks in 16 bits
+    redhat = resolve_model("RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8-dynamic", "vllm")
+    assert redhat.variant.id == "RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8-dynamic"
+
+
+def test_meta_405b_fp8_weights_per_rank_replay_its_log():
+    rec = record("vllm6746-llama31-405b-fp8-8xh100")
+    match = resolve_model(rec["model"], "vllm")
+    per_rank = variant_weight_bytes(match.model, match.variant) / 8 / GIB
+    assert round(per_rank, 2) == 56.72
+    assert abs(per_rank - rec["logged"]["weights_gib"]) / rec["logged"]["weights_gib"] < 0.02
+
+
+def test_qwen25_vl_72b_is_in_the_catalog():
+    m = resolve_model("Qwen/Qwen2.5-VL-72B-Instruct", "vllm").model
+    assert (m.num_hidden_layers, m.hidden_size, m.num_key_value_heads, m.head_dim) == (80, 8192, 8, 128)
+    assert m.multimodal
+    assert vllm_layout(m, "auto").all_attention_bytes_per_token == 327_680  # 320 KiB per token
+
+
+# ---- the bot's own path anchors on the figures a paste logs ---------------------------------------
+
+
+def test_bot_budget_anchors_on_logged_weights_and_terms():
+    from dataclasses import replace
+
+    from bot.detector import detect
+    from bot.diagnosis.budgets import budget_for
+    from bot.situation import read
+
+    rec = record("vllm13882-qwen25-7b-rtx4060-util070")
+    found = detect(rec["text"])
+    s = read(found, found.root)
+    hidden = ("kv_deficit_gib", "kv_cache_gib", "gpu_blocks", "max_concurrency")
+    s = replace(
+        s,
+        params={k: v for k, v in s.params.items() if k not in hidden},
+        model=resolve_model("Qwen2.5-7B", "vllm"),
+        version=(0, 7, 3),  # the V0 worker that printed this breakdown
+    )
+    budget = budget_for(s)
+    est, plan = budget.estimate, budget.plan0
+    weights = est.weights(plan)
+    assert (weights.gib, weights.source) == (5.2, "log")  # not the 16-bit checkpoint's 14.19
+    out = est.evaluate(plan)
+    assert round(out.kv_gib, 2) == -1.05  # 8.00 x 0.70 - 5.20 - 0.03 - 1.42, as logged
