@@ -56,6 +56,7 @@ class KVLayout:
     state_bytes_per_seq: float
     attention_layers: int
     growing_layers: int
+    state_layers: int = 0  # linear / Mamba layers that keep a state (vLLM gives each a state page)
 
     @property
     def all_attention_bytes_per_token(self) -> float:
@@ -111,10 +112,12 @@ def layout(
     sliding: list[SlidingPart] = []
     attn_layers = 0
     growing_layers = 0
+    state_layers = 0
     for group in model.layer_groups:
         layers = math.ceil(group.count / pp)
         if group.kind == "linear":
             state += (group.state_bytes or 0) * layers / max(1, tp)
+            state_layers += layers if group.state_bytes else 0
             continue
         attn_layers += layers
         if group.kind == "mla":
@@ -133,7 +136,7 @@ def layout(
         else:
             assert group.window is not None
             sliding.append(SlidingPart(per_layer * layers, group.window, layers))
-    return KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers)
+    return KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers, state_layers)
 
 
 def vllm_layout(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, pp: int = 1) -> KVLayout:

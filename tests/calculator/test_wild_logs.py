@@ -252,3 +252,39 @@ def test_bot_budget_anchors_on_logged_weights_and_terms():
     assert (weights.gib, weights.source) == (5.2, "log")  # not the 16-bit checkpoint's 14.19
     out = est.evaluate(plan)
     assert round(out.kv_gib, 2) == -1.05  # 8.00 x 0.70 - 5.20 - 0.03 - 1.42, as logged
+
+
+# ---- hybrids: V1 pages attention and recurrent state together (club-3090 logs) -------------------
+
+
+def test_hybrid_page_holds_a_whole_fp32_state():
+    lay = vllm_layout(model("Qwen/Qwen3.6-35B-A3B"), "fp8")
+    pages = vllm.hybrid_pages(lay)
+    # state: conv 49,152 B + SSM 32 x 128 x 128 x 4 B = 2,146,304 B; attention 1,024 B per token and layer
+    assert (pages.block, pages.page_bytes) == (2096, 2_146_304)
+    assert (pages.group_size, pages.attention_groups, pages.state_groups) == (10, 1, 3)
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    [
+        "club3090-612-qwen36-35b-a3b-nvfp4-5090",
+        "club3090-652-qwen36-35b-a3b-nvfp4-5090",
+        "club3090-104-qwen36-27b-autoround-2x3090",
+    ],
+)
+def test_hybrid_pool_replays_the_logged_tokens(record_id):
+    rec = record(record_id)
+    check = rec["checks"][0]
+    lay = vllm_layout(model(rec["model"]), rec["flags"]["kv_cache_dtype"], tp=rec["flags"].get("tp", 1))
+    _blocks, tokens, _fit, conc = kv_capacity(lay, check["kv_gib"], check["max_model_len"])
+    assert reported_kv_tokens(lay, tokens, conc, check["max_model_len"], False) == check["logged"]
+    assert round(conc, 2) == rec["logged"]["max_concurrency"]
+
+
+def test_hybrid_request_keeps_two_state_pages_per_group_with_prefix_caching():
+    lay = vllm_layout(model("Qwen/Qwen3.6-35B-A3B"), "fp8")
+    # 299 pages; a 131,072-token request: 63 attention pages + 3 groups x 2 state pages
+    blocks, _tokens, fit, conc = vllm.hybrid_capacity(lay, 299 * 10 * 2_146_304, 131072)
+    assert (blocks, fit) == (299, (299 - 6) * 2096)
+    assert conc == 299 / 69
