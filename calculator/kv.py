@@ -86,6 +86,11 @@ class KVLayout:
         return lo
 
 
+# Architectures whose "linear" group stands for cross-attention to image tokens (a fixed per-sequence cost,
+# see data/models/vision_2024_25.yaml), not a recurrent state: V1 does not page it with the attention.
+CROSS_ATTENTION_ARCHITECTURES = frozenset({"MllamaForConditionalGeneration"})
+
+
 def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
     """KV heads one TP rank stores: replicated once ``tp`` exceeds the number of KV heads."""
     return max(1, total_kv_heads // max(1, tp))
@@ -117,7 +122,8 @@ def layout(
         layers = math.ceil(group.count / pp)
         if group.kind == "linear":
             state += (group.state_bytes or 0) * layers / max(1, tp)
-            state_layers += layers if group.state_bytes else 0
+            recurrent = group.state_bytes and model.architecture not in CROSS_ATTENTION_ARCHITECTURES
+            state_layers += layers if recurrent else 0
             continue
         attn_layers += layers
         if group.kind == "mla":

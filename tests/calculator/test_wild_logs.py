@@ -288,3 +288,11 @@ def test_hybrid_request_keeps_two_state_pages_per_group_with_prefix_caching():
     blocks, _tokens, fit, conc = vllm.hybrid_capacity(lay, 299 * 10 * 2_146_304, 131072)
     assert (blocks, fit) == (299, (299 - 6) * 2096)
     assert conc == 299 / 69
+
+
+def test_cross_attention_groups_are_not_paged_as_recurrent_state():
+    # Llama 3.2 Vision's cross-attention layers are a fixed per-sequence cost, not a Mamba state
+    lay = vllm_layout(model("meta-llama/Llama-3.2-11B-Vision-Instruct"))
+    assert lay.state_layers == 0 and lay.state_bytes_per_seq > 0
+    assert not vllm.is_paged_hybrid(lay)
+    assert vllm.is_paged_hybrid(vllm_layout(model("Qwen/Qwen3.6-27B"), "fp8", tp=2))
