@@ -50,7 +50,6 @@ from calculator.vllm import (  # noqa: E402
     longest_len_for,
     reported_kv_tokens,
 )
-from knowledge.features import version_hints  # noqa: E402
 
 DATA = ROOT / "tests/data/wild_logs.jsonl"
 DOCS = ROOT / "docs/benchmarks.md"
@@ -122,24 +121,21 @@ def gpu_of(rec: dict[str, Any]) -> GPU:
         raise Unanswered(f"GPU {rec['gpu']!r} not resolved: {str(e)[:60]}") from e
 
 
-def paste_version(text: str) -> str | None:
-    """What the bot reads when the paste prints no release: its V0/V1 markers (knowledge/features.yaml),
-    a "since" marker as that release, an "until" marker as the last release before it."""
-    for marker in version_hints("vllm", text):
-        if marker.since:
-            return marker.since
-        if marker.until:
-            major, minor, _patch = parse_version(marker.until, CURRENT_VLLM)
-            return f"{major}.{minor - 1}.99" if minor else f"{major - 1}.99.99"
-    return None
+def bot_version(rec: dict[str, Any]) -> tuple[int, int, int] | None:
+    """The release the bot infers from the paste (bot/situation.py: printed, else the V0/V1 wording and
+    markers of knowledge/features.yaml, else the error's wording); None when it infers none."""
+    detection = detect(rec["text"])
+    if detection.root is None:
+        return None
+    return read(detection, detection.root).version
 
 
 def flags(rec: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     f = dict(rec.get("flags") or {})
     printed = check.get("version") or rec.get("version")
     version = printed if printed and any(c.isdigit() for c in printed.split()[0]) else None
-    version = version or paste_version(rec["text"]) or CURRENT_VLLM
-    f["version"] = ".".join(map(str, parse_version(version, CURRENT_VLLM)))
+    inferred = bot_version(rec) if version is None else None
+    f["version"] = ".".join(map(str, inferred or parse_version(version, CURRENT_VLLM)))
     f["tp"] = int(f.get("tp", 1))  # data-parallel + expert-parallel ranks keep the whole attention
     f["pp"] = int(f.get("pp", 1))
     f["kv"] = f.get("kv_cache_dtype", "auto")
@@ -237,6 +233,9 @@ def situation_of(rec: dict[str, Any], check: dict[str, Any]) -> Situation:
         gpu = gpu_of(rec)
         total = gpus.per_device_gib or Sourced(round(gpu.total_gib, 2), "catalog", gpu.name)
         gpus = Gpus(gpus.count, Sourced(rec["gpu"], "user"), total, gpu)
+    printed = check.get("version") or rec.get("version")
+    if s.version is None and printed and any(c.isdigit() for c in printed.split()[0]):
+        s = replace(s, version=parse_version(printed, CURRENT_VLLM))  # the thread's words
     return replace(
         s,
         params={k: v for k, v in s.params.items() if k not in hidden},

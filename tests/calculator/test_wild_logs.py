@@ -296,3 +296,17 @@ def test_cross_attention_groups_are_not_paged_as_recurrent_state():
     assert lay.state_layers == 0 and lay.state_bytes_per_seq > 0
     assert not vllm.is_paged_hybrid(lay)
     assert vllm.is_paged_hybrid(vllm_layout(model("Qwen/Qwen3.6-27B"), "fp8", tp=2))
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    ["vllm32105-pp8-glm47-fp8-a100", "vllm23278-gptoss120b-h100", "vllm21348-qwen3-235b-fp8-vllm-tp4"],
+)
+def test_bot_reads_v1_from_wording_once_prefixes_are_stripped(record_id):
+    from bot.detector import detect
+    from bot.situation import read
+
+    found = detect(record(record_id)["text"])
+    s = read(found, found.root)
+    assert s.version == (0, 8, 0)  # V1's KV wording or source paths: V1 is the default from 0.8.0
+    assert s.version_src.value == ">=0.8.0"
