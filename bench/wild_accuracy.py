@@ -22,33 +22,34 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes  # noqa: E402
+from bot.detector import detect  # noqa: E402
+from bot.diagnosis.budgets import budget_for  # noqa: E402
+from bot.situation import Gpus, Situation, read, resolve_pasted_model  # noqa: E402
+from calculator.catalog import GPU, ModelSpec, Variant  # noqa: E402
 from calculator.from_log import read_log  # noqa: E402
 from calculator.kv import llamacpp_layout, vllm_layout  # noqa: E402
 from calculator.llamacpp import LlamaCppConfig, kv_bytes  # noqa: E402
+from calculator.plan import Sourced  # noqa: E402
 from calculator.resolve import NameNotFound, resolve_gpu, resolve_model  # noqa: E402
-from calculator.sglang import sglang_budget  # noqa: E402
 from calculator.units import GIB, MIB  # noqa: E402
 from calculator.versions import CURRENT_VLLM, parse_version, vllm_is_v0  # noqa: E402
 from calculator.vllm import (  # noqa: E402
     BLOCK_SIZE,
     MLA_BLOCK_SIZE,
-    VllmConfig,
+    VllmEstimate,
     kv_capacity,
     kv_check_layout,
     kv_needed_bytes,
     longest_len_for,
     reported_kv_tokens,
-    vllm_budget,
 )
-from knowledge.features import version_hints  # noqa: E402
 
 DATA = ROOT / "tests/data/wild_logs.jsonl"
 DOCS = ROOT / "docs/benchmarks.md"
@@ -120,24 +121,21 @@ def gpu_of(rec: dict[str, Any]) -> GPU:
         raise Unanswered(f"GPU {rec['gpu']!r} not resolved: {str(e)[:60]}") from e
 
 
-def paste_version(text: str) -> str | None:
-    """What the bot reads when the paste prints no release: its V0/V1 markers (knowledge/features.yaml),
-    a "since" marker as that release, an "until" marker as the last release before it."""
-    for marker in version_hints("vllm", text):
-        if marker.since:
-            return marker.since
-        if marker.until:
-            major, minor, _patch = parse_version(marker.until, CURRENT_VLLM)
-            return f"{major}.{minor - 1}.99" if minor else f"{major - 1}.99.99"
-    return None
+def bot_version(rec: dict[str, Any]) -> tuple[int, int, int] | None:
+    """The release the bot infers from the paste (bot/situation.py: printed, else the V0/V1 wording and
+    markers of knowledge/features.yaml, else the error's wording); None when it infers none."""
+    detection = detect(rec["text"])
+    if detection.root is None:
+        return None
+    return read(detection, detection.root).version
 
 
 def flags(rec: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     f = dict(rec.get("flags") or {})
     printed = check.get("version") or rec.get("version")
     version = printed if printed and any(c.isdigit() for c in printed.split()[0]) else None
-    version = version or paste_version(rec["text"]) or CURRENT_VLLM
-    f["version"] = ".".join(map(str, parse_version(version, CURRENT_VLLM)))
+    inferred = bot_version(rec) if version is None else None
+    f["version"] = ".".join(map(str, inferred or parse_version(version, CURRENT_VLLM)))
     f["tp"] = int(f.get("tp", 1))  # data-parallel + expert-parallel ranks keep the whole attention
     f["pp"] = int(f.get("pp", 1))
     f["kv"] = f.get("kv_cache_dtype", "auto")
@@ -189,39 +187,92 @@ def llamacpp_exact(rec: dict[str, Any], check: dict[str, Any]) -> float:
     return kv_bytes(lay, check["n_ctx"], LlamaCppConfig(n_ctx=check["n_ctx"])) / MIB
 
 
-# ---- full budget -------------------------------------------------------------------------------
-def vllm_full(rec: dict[str, Any], check: dict[str, Any]) -> float:
-    model, variant = model_of(rec)
-    gpu = gpu_of(rec)
-    f = flags(rec, check)
-    cfg = VllmConfig(
-        tp=f["tp"],
-        pp=f["pp"],
-        gpu_memory_utilization=f.get("gpu_memory_utilization"),
-        max_model_len=f.get("max_model_len"),
-        kv_cache_dtype=f["kv"],
-        max_num_seqs=f.get("max_num_seqs"),
-        max_num_batched_tokens=f.get("max_num_batched_tokens"),
-        version=f["version"],
+# ---- full budget: the bot's own path -------------------------------------------------------------
+# What a check asks for is taken out of the paste before the bot reads it (a logged KV budget cannot
+# answer "what KV budget"); every other figure the paste logs is used as the bot uses it.
+KV_OUTPUTS = ("kv_cache_gib", "kv_deficit_gib", "kv_tokens", "gpu_blocks", "num_gpu_blocks",
+              "estimated_max_model_len", "max_concurrency", "k_cache_gib", "v_cache_gib")  # fmt: skip
+ANSWERS = {
+    "vllm_weights_gib": ("weights_gib",),
+    "vllm_budget_kv_gib": KV_OUTPUTS,
+    "vllm_budget_tokens": KV_OUTPUTS,
+    "vllm_budget_blocks": KV_OUTPUTS,
+    "sglang_budget_tokens": KV_OUTPUTS,
+}
+# the thread's own words for what the paste does not print (model, GPU, flags), as settings
+THREAD_SETTINGS = {
+    "gpu_memory_utilization": "util", "mem_fraction_static": "util", "tp": "tp", "pp": "pp",
+    "max_model_len": "max_len", "kv_cache_dtype": "kv_dtype", "max_num_seqs": "max_seqs",
+    "max_num_batched_tokens": "batched_tokens",
+}  # fmt: skip
+
+
+def situation_of(rec: dict[str, Any], check: dict[str, Any]) -> Situation:
+    """The situation the bot reads from the paste (bot/situation.py), the checked figure left out, and
+    the thread's words (model, GPU, flags) where the paste does not say them."""
+    detection = detect(rec["text"])
+    if detection.root is None:
+        raise Unanswered("the bot finds no known issue in the paste")
+    s = read(detection, detection.root)
+    hidden = ANSWERS[check["kind"]]
+    settings = dict(s.settings)
+    for name, setting in THREAD_SETTINGS.items():
+        value = (rec.get("flags") or {}).get(name)
+        if value is not None and setting not in settings:
+            settings[setting] = Sourced(value, "user", "the thread")
+    model = s.model
+    if model is None and rec.get("model"):
+        try:
+            model = resolve_pasted_model(rec["model"])
+        except NameNotFound as e:
+            raise Unanswered(f"model {rec['model']!r} is not in the catalog") from e
+    if model is None:
+        raise Unanswered("neither the paste nor the thread names a model the bot knows")
+    gpus = s.gpus
+    if gpus.gpu is None and rec.get("gpu"):
+        gpu = gpu_of(rec)
+        total = gpus.per_device_gib or Sourced(round(gpu.total_gib, 2), "catalog", gpu.name)
+        gpus = Gpus(gpus.count, Sourced(rec["gpu"], "user"), total, gpu)
+    printed = check.get("version") or rec.get("version")
+    if s.version is None and printed and any(c.isdigit() for c in printed.split()[0]):
+        s = replace(s, version=parse_version(printed, CURRENT_VLLM))  # the thread's words
+    return replace(
+        s,
+        params={k: v for k, v in s.params.items() if k not in hidden},
+        context={k: v for k, v in s.context.items() if k not in hidden},
+        settings=settings,
+        model=model,
+        gpus=gpus,
     )
-    b = vllm_budget(model, gpu, variant_weight_bytes(model, variant), cfg)
+
+
+def vllm_full(rec: dict[str, Any], check: dict[str, Any]) -> float:
+    s = situation_of(rec, check)
+    budget = budget_for(s, "vllm")
+    assert budget is not None and isinstance(budget.estimate, VllmEstimate)
+    est, plan = budget.estimate, budget.plan0
     if check["kind"] == "vllm_weights_gib":
-        return b.weights_gib
+        term = est.weights(plan)
+        if term is None:
+            raise Unanswered("no weight size for the model")
+        return term.gib
+    out = est.evaluate(plan)
+    if out is None:
+        raise Unanswered("the bot's vLLM estimate has no budget for this situation")
     if check["kind"] == "vllm_budget_tokens":
-        return b.kv_tokens
+        return out.kv_tokens
     if check["kind"] == "vllm_budget_blocks":
-        return b.num_blocks
-    return b.kv_cache_gib
+        return out.kv_tokens // block_of(s.model.model) if s.model else 0
+    return out.kv_gib
 
 
 def sglang_full(rec: dict[str, Any], check: dict[str, Any]) -> float:
-    model, variant = model_of(rec)
-    gpu = gpu_of(rec)
-    f = flags(rec, check)
-    b = sglang_budget(
-        model, variant_weight_bytes(model, variant), gpu.total_gib, f["tp"], f.get("mem_fraction_static")
-    )
-    return b.max_total_num_tokens
+    s = situation_of(rec, check)
+    budget = budget_for(s, "sglang")
+    out = budget.estimate.evaluate(budget.plan0) if budget is not None else None
+    if out is None:
+        raise Unanswered("the bot's SGLang estimate has no budget for this situation (GPU unknown)")
+    return out.kv_tokens
 
 
 RUNNERS = {

@@ -56,6 +56,7 @@ class KVLayout:
     state_bytes_per_seq: float
     attention_layers: int
     growing_layers: int
+    state_layers: int = 0  # linear / Mamba layers that keep a state (vLLM gives each a state page)
 
     @property
     def all_attention_bytes_per_token(self) -> float:
@@ -85,6 +86,11 @@ class KVLayout:
         return lo
 
 
+# Architectures whose "linear" group stands for cross-attention to image tokens (a fixed per-sequence cost,
+# see data/models/vision_2024_25.yaml), not a recurrent state: V1 does not page it with the attention.
+CROSS_ATTENTION_ARCHITECTURES = frozenset({"MllamaForConditionalGeneration"})
+
+
 def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
     """KV heads one TP rank stores: replicated once ``tp`` exceeds the number of KV heads."""
     return max(1, total_kv_heads // max(1, tp))
@@ -111,10 +117,13 @@ def layout(
     sliding: list[SlidingPart] = []
     attn_layers = 0
     growing_layers = 0
+    state_layers = 0
     for group in model.layer_groups:
         layers = math.ceil(group.count / pp)
         if group.kind == "linear":
             state += (group.state_bytes or 0) * layers / max(1, tp)
+            recurrent = group.state_bytes and model.architecture not in CROSS_ATTENTION_ARCHITECTURES
+            state_layers += layers if recurrent else 0
             continue
         attn_layers += layers
         if group.kind == "mla":
@@ -133,7 +142,7 @@ def layout(
         else:
             assert group.window is not None
             sliding.append(SlidingPart(per_layer * layers, group.window, layers))
-    return KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers)
+    return KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers, state_layers)
 
 
 def vllm_layout(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, pp: int = 1) -> KVLayout:

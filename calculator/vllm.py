@@ -43,6 +43,12 @@ MLA_BLOCK_SIZE = int(constant("vllm", "mla_block_size"))
 UNKNOWN_TOTAL_GIB = constant("vllm", "unknown_total_gib")  # batching tier when the card is unknown
 LOGGED_FIT_TOLERANCE = constant("vllm", "logged_fit_tolerance")  # logged / modelled fit that still agrees
 V0_LONG_CONTEXT_LEN = int(constant("vllm", "v0_long_context_len"))
+MXFP4_MARLIN_HIDDEN_MULTIPLE = int(constant("vllm", "mxfp4_marlin_hidden_multiple"))
+MXFP4_MARLIN_INTERMEDIATE_MULTIPLE = int(constant("vllm", "mxfp4_marlin_intermediate_multiple"))
+MXFP4_BITS = constant("vllm", "mxfp4_bits_per_weight")
+NATIVE_FP4_MIN_CC = constant("vllm", "native_fp4_min_cc")
+HYBRID_BLOCK_ALIGNMENT = int(constant("vllm", "hybrid_block_alignment"))
+MAMBA_STATE_BLOCKS = int(constant("vllm", "mamba_state_blocks_prefix_caching"))
 V0_CHUNKED_BATCHED_TOKENS = int(constant("vllm", "v0_chunked_batched_tokens"))
 
 
@@ -123,6 +129,30 @@ def default_batching(gpu_total_gib: float, gpu_id: str, v0: bool, max_model_len:
         if gpu_total_gib >= row["min_gib"] and (row["a100_included"] or "a100" not in gpu_id):
             return int(row["max_num_seqs"]), int(row["max_num_batched_tokens"])
     return int(DEFAULT_BATCHING[-1]["max_num_seqs"]), int(DEFAULT_BATCHING[-1]["max_num_batched_tokens"])
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def mxfp4_marlin_padding_bytes(
+    model: ModelSpec, quant: str | None, compute_capability: float | None, tp: int
+) -> int:
+    """Bytes vLLM adds to an MXFP4 MoE checkpoint on a GPU without native FP4: the Marlin backend
+    allocates every expert at a hidden size rounded up to 256 and a per-rank intermediate size rounded
+    up to 128 (vllm quantization/mxfp4.py create_weights).  Whole model, all ranks."""
+    if quant != "mxfp4" or compute_capability is None or compute_capability >= NATIVE_FP4_MIN_CC:
+        return 0
+    if not model.is_moe or not model.num_experts:
+        return 0
+    hidden = model.hidden_size
+    inter = (model.moe_intermediate_size or model.intermediate_size or 0) // max(1, tp)
+    if inter <= 0:
+        return 0
+    padded_h = _round_up(hidden, MXFP4_MARLIN_HIDDEN_MULTIPLE)
+    padded_i = _round_up(inter, MXFP4_MARLIN_INTERMEDIATE_MULTIPLE)
+    extra = 3 * (padded_h * padded_i - hidden * inter)  # gate + up (2 x I x H) and down (H x I)
+    return int(extra * model.num_experts * model.num_hidden_layers * max(1, tp) * MXFP4_BITS / 8)
 
 
 def v0_chunks_long_context(model: ModelSpec, max_model_len: int, version: tuple[int, int, int]) -> bool:
@@ -227,6 +257,8 @@ def kv_capacity(
 ) -> tuple[int, int, int, float]:
     """(num_blocks, kv_tokens, max_model_len_fit, max_concurrency) for a KV budget in GiB."""
     avail = max(0.0, kv_gib) * GIB
+    if not v0 and is_paged_hybrid(layout):
+        return hybrid_capacity(layout, avail, max_model_len)
     per_block = layout.all_attention_bytes_per_token * block_size
     num_blocks = int(avail // per_block) if per_block > 0 else 0
     kv_tokens = num_blocks * block_size
@@ -240,6 +272,52 @@ def kv_capacity(
         need = _blocks_bytes(layout, max_model_len, block_size, max_num_batched_tokens)
         concurrency = usable / need if need else 0.0
     return num_blocks, kv_tokens, fit, concurrency
+
+
+def is_paged_hybrid(layout: KVLayout) -> bool:
+    """Full attention plus recurrent layers, which V1 pages together (no sliding layers)."""
+    return bool(layout.state_layers and layout.growing_layers and not layout.sliding)
+
+
+@dataclass(frozen=True)
+class HybridPages:
+    """V1's shared page for a hybrid model: the attention block is raised until one page holds a whole
+    recurrent state, and layers are grouped so every group has the same number of layers."""
+
+    block: int  # attention tokens per page
+    page_bytes: float  # one layer's page (the state page is padded to it)
+    group_size: int  # layers per KV cache group
+    attention_groups: int
+    state_groups: int
+
+
+def hybrid_pages(layout: KVLayout) -> HybridPages:
+    attn_token = layout.growing_bytes_per_token / layout.growing_layers
+    state = layout.state_bytes_per_seq / layout.state_layers
+    block = HYBRID_BLOCK_ALIGNMENT * math.ceil(state / (HYBRID_BLOCK_ALIGNMENT * attn_token))
+    group = min(layout.growing_layers, layout.state_layers)  # vllm kv_cache_utils: the smallest type
+    return HybridPages(
+        block,
+        block * attn_token,
+        group,
+        math.ceil(layout.growing_layers / group),
+        math.ceil(layout.state_layers / group),
+    )
+
+
+def hybrid_capacity(
+    layout: KVLayout, kv_bytes: float, max_model_len: int, state_blocks: int = MAMBA_STATE_BLOCKS
+) -> tuple[int, int, int, float]:
+    """(num_blocks, kv_tokens, max_model_len_fit, max_concurrency) as V1 sizes a hybrid pool: one
+    tensor per group slot of num_blocks pages; a request takes cdiv(len, block) pages in each attention
+    group and ``state_blocks`` in each recurrent group (vllm v1/core/kv_cache_utils.py
+    get_max_concurrency_for_kv_cache_config, v1/kv_cache_interface.py max_memory_usage_bytes)."""
+    p = hybrid_pages(layout)
+    num_blocks = int(kv_bytes // (p.page_bytes * p.group_size))
+    states = p.state_groups * state_blocks
+    per_request = p.attention_groups * math.ceil(max(1, max_model_len) / p.block) + states
+    fit = max(0, (num_blocks - states) // p.attention_groups) * p.block
+    return num_blocks, num_blocks * p.block, fit, num_blocks / per_request
 
 
 def kv_check_layout(

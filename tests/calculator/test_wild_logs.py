@@ -174,3 +174,139 @@ def test_release_bounds_are_pinned():
     assert vllm.PP_WHOLE_MODEL_CHECK_THROUGH == (0, 15, 2)
     assert vllm.V0_LONG_CONTEXT_CHUNKED_FROM == (0, 6, 4)
     assert (vllm.V0_LONG_CONTEXT_LEN, vllm.V0_CHUNKED_BATCHED_TOKENS) == (32768, 512)
+
+
+# ---- MXFP4 through Marlin on a GPU without native FP4 (vllm#23278) --------------------------------
+
+
+def test_mxfp4_marlin_pads_the_experts_on_hopper():
+    gptoss = model("openai/gpt-oss-120b")
+    # hidden 2880 -> 3072, intermediate 2880 -> 2944, gate+up+down, 128 experts x 36 layers, 4.25 bits
+    assert vllm.mxfp4_marlin_padding_bytes(gptoss, "mxfp4", 9.0, 1) == 5_504_827_392
+    assert vllm.mxfp4_marlin_padding_bytes(gptoss, "mxfp4", 10.0, 1) == 0  # native FP4 from SM100
+    assert vllm.mxfp4_marlin_padding_bytes(gptoss, "bf16", 9.0, 1) == 0
+    assert vllm.mxfp4_marlin_padding_bytes(model("Qwen/Qwen2.5-7B-Instruct"), "mxfp4", 9.0, 1) == 0
+
+
+def test_mxfp4_marlin_replays_gptoss_120b_on_h100():
+    rec = record("vllm23278-gptoss120b-h100")
+    assert "Marlin kernel" in rec["text"]
+    match = resolve_model("openai/gpt-oss-120b", "vllm")
+    loaded = variant_weight_bytes(match.model, match.variant) + vllm.mxfp4_marlin_padding_bytes(
+        match.model, match.variant.quant, 9.0, 1
+    )
+    logged = rec["logged"]["weights_gib"]
+    assert abs(loaded / GIB - logged) / logged < 0.002  # 65.92 GiB against 65.97 logged
+
+
+# ---- names the held-out logs use ------------------------------------------------------------------
+
+
+def test_meta_405b_fp8_is_metas_checkpoint_not_redhats():
+    for name in ("meta-llama/Meta-Llama-3.1-405B-Instruct-FP8", "meta-llama/Llama-3.1-405B-Instruct-FP8"):
+        match = resolve_model(name, "vllm")
+        assert match.variant.id == "meta-llama/Llama-3.1-405B-Instruct-FP8"
+        assert match.variant.size_bytes == 487_229_259_776  # attention and edge blocks in 16 bits
+    redhat = resolve_model("RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8-dynamic", "vllm")
+    assert redhat.variant.id == "RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8-dynamic"
+
+
+def test_meta_405b_fp8_weights_per_rank_replay_its_log():
+    rec = record("vllm6746-llama31-405b-fp8-8xh100")
+    match = resolve_model(rec["model"], "vllm")
+    per_rank = variant_weight_bytes(match.model, match.variant) / 8 / GIB
+    assert round(per_rank, 2) == 56.72
+    assert abs(per_rank - rec["logged"]["weights_gib"]) / rec["logged"]["weights_gib"] < 0.02
+
+
+def test_qwen25_vl_72b_is_in_the_catalog():
+    m = resolve_model("Qwen/Qwen2.5-VL-72B-Instruct", "vllm").model
+    assert (m.num_hidden_layers, m.hidden_size, m.num_key_value_heads, m.head_dim) == (80, 8192, 8, 128)
+    assert m.multimodal
+    assert vllm_layout(m, "auto").all_attention_bytes_per_token == 327_680  # 320 KiB per token
+
+
+# ---- the bot's own path anchors on the figures a paste logs ---------------------------------------
+
+
+def test_bot_budget_anchors_on_logged_weights_and_terms():
+    from dataclasses import replace
+
+    from bot.detector import detect
+    from bot.diagnosis.budgets import budget_for
+    from bot.situation import read
+
+    rec = record("vllm13882-qwen25-7b-rtx4060-util070")
+    found = detect(rec["text"])
+    s = read(found, found.root)
+    hidden = ("kv_deficit_gib", "kv_cache_gib", "gpu_blocks", "max_concurrency")
+    s = replace(
+        s,
+        params={k: v for k, v in s.params.items() if k not in hidden},
+        model=resolve_model("Qwen2.5-7B", "vllm"),
+        version=(0, 7, 3),  # the V0 worker that printed this breakdown
+    )
+    budget = budget_for(s)
+    est, plan = budget.estimate, budget.plan0
+    weights = est.weights(plan)
+    assert (weights.gib, weights.source) == (5.2, "log")  # not the 16-bit checkpoint's 14.19
+    out = est.evaluate(plan)
+    assert round(out.kv_gib, 2) == -1.05  # 8.00 x 0.70 - 5.20 - 0.03 - 1.42, as logged
+
+
+# ---- hybrids: V1 pages attention and recurrent state together (club-3090 logs) -------------------
+
+
+def test_hybrid_page_holds_a_whole_fp32_state():
+    lay = vllm_layout(model("Qwen/Qwen3.6-35B-A3B"), "fp8")
+    pages = vllm.hybrid_pages(lay)
+    # state: conv 49,152 B + SSM 32 x 128 x 128 x 4 B = 2,146,304 B; attention 1,024 B per token and layer
+    assert (pages.block, pages.page_bytes) == (2096, 2_146_304)
+    assert (pages.group_size, pages.attention_groups, pages.state_groups) == (10, 1, 3)
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    [
+        "club3090-612-qwen36-35b-a3b-nvfp4-5090",
+        "club3090-652-qwen36-35b-a3b-nvfp4-5090",
+        "club3090-104-qwen36-27b-autoround-2x3090",
+    ],
+)
+def test_hybrid_pool_replays_the_logged_tokens(record_id):
+    rec = record(record_id)
+    check = rec["checks"][0]
+    lay = vllm_layout(model(rec["model"]), rec["flags"]["kv_cache_dtype"], tp=rec["flags"].get("tp", 1))
+    _blocks, tokens, _fit, conc = kv_capacity(lay, check["kv_gib"], check["max_model_len"])
+    assert reported_kv_tokens(lay, tokens, conc, check["max_model_len"], False) == check["logged"]
+    assert round(conc, 2) == rec["logged"]["max_concurrency"]
+
+
+def test_hybrid_request_keeps_two_state_pages_per_group_with_prefix_caching():
+    lay = vllm_layout(model("Qwen/Qwen3.6-35B-A3B"), "fp8")
+    # 299 pages; a 131,072-token request: 63 attention pages + 3 groups x 2 state pages
+    blocks, _tokens, fit, conc = vllm.hybrid_capacity(lay, 299 * 10 * 2_146_304, 131072)
+    assert (blocks, fit) == (299, (299 - 6) * 2096)
+    assert conc == 299 / 69
+
+
+def test_cross_attention_groups_are_not_paged_as_recurrent_state():
+    # Llama 3.2 Vision's cross-attention layers are a fixed per-sequence cost, not a Mamba state
+    lay = vllm_layout(model("meta-llama/Llama-3.2-11B-Vision-Instruct"))
+    assert lay.state_layers == 0 and lay.state_bytes_per_seq > 0
+    assert not vllm.is_paged_hybrid(lay)
+    assert vllm.is_paged_hybrid(vllm_layout(model("Qwen/Qwen3.6-27B"), "fp8", tp=2))
+
+
+@pytest.mark.parametrize(
+    "record_id",
+    ["vllm32105-pp8-glm47-fp8-a100", "vllm23278-gptoss120b-h100", "vllm21348-qwen3-235b-fp8-vllm-tp4"],
+)
+def test_bot_reads_v1_from_wording_once_prefixes_are_stripped(record_id):
+    from bot.detector import detect
+    from bot.situation import read
+
+    found = detect(record(record_id)["text"])
+    s = read(found, found.root)
+    assert s.version == (0, 8, 0)  # V1's KV wording or source paths: V1 is the default from 0.8.0
+    assert s.version_src.value == ">=0.8.0"
