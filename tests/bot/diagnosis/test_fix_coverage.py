@@ -26,9 +26,10 @@ NO_FIX_YET = {
     # and the overlap scheduler's retraction fails the same way (sglang#14972), which the page size does
     # not touch.
     "sglang.decode_oom.crash",
-    # SGLang raises it only when max_mamba_cache_size <= 0 and prints total_rest_memory and
-    # mamba_cache_per_req; turning the deficit into --mem-fraction-static needs the GPU's total, and the
-    # state pool's share (mamba_full_memory_ratio) and speculative buffers decide whether it then starts.
+    # SGLang (python/sglang/srt/mem_cache/kv_cache_configurator.py) raises it only when
+    # max_mamba_cache_size <= 0 (the example's positive 12 is not what it prints), with total_rest_memory
+    # and mamba_cache_per_req; turning that deficit into --mem-fraction-static needs the GPU's total, and
+    # the state pool's share (mamba_full_memory_ratio) and speculative buffers decide if it then starts.
     "sglang.hybrid_state_no_memory.v0",
     # the request table is sized from --max-running-requests (and per DP rank): the message gives the
     # free rows, not the limit in force, and the engine's own advice is not sure to clear it
