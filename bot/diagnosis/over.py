@@ -104,9 +104,11 @@ def _verified(situation: Situation, budget: Budget | None) -> list[Fix]:
 
 
 def _budget_reply(situation: Situation, title: str, key: str | None, fixes: list[Fix],
-                  out0: Outcome | None, budget: Budget | None) -> Reply:  # fmt: skip
+                  out0: Outcome | None, budget: Budget | None, hardware_ok: bool = True) -> Reply:  # fmt: skip
     """The reply of a budget-over form: its fixes, what holds the memory, hardware when nothing else works."""
-    extra = [] if fixes else [hardware(situation, budget.plan0.max_len if budget else None)]
+    extra = (
+        [] if fixes or not hardware_ok else [hardware(situation, budget.plan0.max_len if budget else None)]
+    )
     engine = _name(situation.engine)
     return reply(situation, title, key, fixes + advice_fixes(situation, situation.root.remedies),
                  log_facts(situation) + setup_facts(situation), picture(out0, f"GPU memory as {engine} budgets it"), extra)  # fmt: skip
@@ -121,6 +123,15 @@ def no_kv(situation: Situation) -> Reply:
     if out0 is not None and out0.target_gib:
         used = sum(t.gib for t in out0.terms if t.name != "kv cache")
         key = f"Weights, activations and graphs take {used:.2f} GiB of the {out0.target_gib:.2f} GiB {engine} may use; the KV cache gets {max(0.0, out0.kv_gib):.2f} GiB."
+    if out0 is not None and out0.starts and out0.kv_gib > 0:
+        # the paste says these settings left no KV memory; a budget that gives them some misses a term
+        # (another process's memory counted in the profile, a term the paste does not show): a command
+        # recomputed on it is not verified, so none is printed
+        key = f"At these settings the budget leaves {out0.kv_gib:.2f} GiB for the KV cache, yet {engine} found none: something the paste does not show holds that memory, often another process on the GPU."
+        if situation.engine == "vllm":
+            key += " vLLM's memory profile counted other processes' memory against this instance until vLLM PR #10511 (V0) and PR #18974 (V1)."
+        fixes = env_fixes(situation, situation.root.remedies, situation.engine)
+        return _budget_reply(situation, title, key, fixes, out0, None, hardware_ok=False)
     fixes = _verified(situation, budget) or env_fixes(situation, situation.root.remedies, situation.engine)
     return _budget_reply(situation, title, key, fixes, out0, budget)
 
