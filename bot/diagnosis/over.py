@@ -10,6 +10,7 @@ import math
 
 from bot.diagnosis.budgets import Budget, budget_for
 from bot.diagnosis.capacity import _name
+from bot.diagnosis.commands import user_command
 from bot.diagnosis.fixes import MOVES_GIB, Goal, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
@@ -106,9 +107,7 @@ def _verified(situation: Situation, budget: Budget | None) -> list[Fix]:
 def _budget_reply(situation: Situation, title: str, key: str | None, fixes: list[Fix],
                   out0: Outcome | None, budget: Budget | None, hardware_ok: bool = True) -> Reply:  # fmt: skip
     """The reply of a budget-over form: its fixes, what holds the memory, hardware when nothing else works."""
-    extra = (
-        [] if fixes or not hardware_ok else [hardware(situation, budget.plan0.max_len if budget else None)]
-    )
+    extra = [] if fixes or not hardware_ok else [hardware(situation, budget.plan0.max_len if budget else None)]  # fmt: skip
     engine = _name(situation.engine)
     return reply(situation, title, key, fixes + advice_fixes(situation, situation.root.remedies),
                  log_facts(situation) + setup_facts(situation), picture(out0, f"GPU memory as {engine} budgets it"), extra)  # fmt: skip
@@ -267,8 +266,6 @@ def _room_for_allocation(situation: Situation) -> list[Fix]:
         lowered = round(float(util) - step, 2)
         if lowered < 0.05:
             return []
-        from bot.diagnosis.commands import user_command
-
         command = user_command(situation, situation.engine, {flag: f"{lowered:.2f}"})
         return [Fix(situation.engine, f"{flag} {lowered:.2f}", command, effect, "a smaller KV cache", 1, {**check, "util": lowered})]  # fmt: skip
     return [Fix("any", f"lower `{flag}` by {step:.2f} from the value in force (in the server_args / engine-args line)",
