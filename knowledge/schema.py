@@ -142,6 +142,7 @@ REMEDIES: frozenset[str] = frozenset(
         "ollama_gpu_overhead",
         "free_host_memory",
         "ollama_server_log",
+        "ollama_loaded_models",
         "upgrade_engine",
         # SGLang
         "mem_fraction_static",

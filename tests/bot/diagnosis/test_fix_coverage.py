@@ -11,15 +11,9 @@ from knowledge.schema import MEMORY_CATEGORIES
 # Why each one stays pinned (what was read; a fix here would be a number the paste does not give, or a
 # command that could fail as printed):
 NO_FIX_YET = {
-    # kIOGPUCommandBufferCallbackErrorOutOfMemory prints no size; the wired limit (sysctl
-    # iogpu.wired_limit_mb) needs a MiB value from the machine's RAM, which the examples do not name.
-    "mlx.metal_command_buffer_oom",
     # Ollama's three wordings print neither the prompt's tokens nor num_ctx: a num_ctx that holds the
     # prompt cannot be sized, and the /v1 API cannot set it per request.
     "ollama.context_exceeded.prompt",
-    # the allocation dump (ml.ErrNoMem) names the buffer that failed (Graph:...F on SYCL0) but not the
-    # device's total or free memory, so no num_ctx / num_gpu is sized from it.
-    "ollama.gpu_oom.insufficient_memory",
     # both examples have available > requested: the paged allocator's new-page estimate failed (sglang
     # PR #6671, issue #7411) and --page-size 1 avoids it, but no example carries a launch command with a
     # model path to print it on (sglang#4602 names its model as a placeholder, `<deepseek-v3/deeseek-r1>`),
@@ -27,7 +21,7 @@ NO_FIX_YET = {
     # not touch.
     "sglang.decode_oom.crash",
     # SGLang (python/sglang/srt/mem_cache/kv_cache_configurator.py) raises it only when
-    # max_mamba_cache_size <= 0 (the example's positive 12 is not what it prints), with total_rest_memory
+    # max_mamba_cache_size <= 0, with total_rest_memory
     # and mamba_cache_per_req; turning that deficit into --mem-fraction-static needs the GPU's total, and
     # the state pool's share (mamba_full_memory_ratio) and speculative buffers decide if it then starts.
     "sglang.hybrid_state_no_memory.v0",
@@ -40,17 +34,6 @@ NO_FIX_YET = {
     # clear it (llama.cpp PR #28953 works around that B70 driver failure), and -c / -ngl need the model's
     # buffers, which no example prints.
     "sycl.device_oom",
-    # TensorRT-LLM prints neither maxTokensInPagedKvCache nor the engine's max sequence length: the
-    # kv_cache_free_gpu_mem_fraction or max_tokens_in_paged_kv_cache that holds one sequence is unknown.
-    "trtllm.kv_cache_too_small",
-    # --max-model-len auto found no KV memory at all: no context helps, and the example prints no memory
-    # line to size a utilization on.
-    "vllm.no_kv_memory.auto_fit",
-    # no example names its GPU (vllm#53013 prints a 118.65 GiB CUDA-graph estimate but not the deficit,
-    # vllm#17431 the command at 0.4): no budget, and an estimate off is sure only if it exceeds the deficit.
-    # With a command and a GPU the budget sizes a utilization (test_fix_no_kv_contradicted.py), and where
-    # it predicts that the failing settings start, it prints none.
-    "vllm.no_kv_memory.no_cache_blocks",
 }
 
 
