@@ -143,6 +143,7 @@ REMEDIES: frozenset[str] = frozenset(
         "free_host_memory",
         "ollama_server_log",
         "ollama_loaded_models",
+        "ollama_context_in_force",
         "upgrade_engine",
         # SGLang
         "mem_fraction_static",

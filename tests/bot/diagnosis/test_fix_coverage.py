@@ -11,9 +11,6 @@ from knowledge.schema import MEMORY_CATEGORIES
 # Why each one stays pinned (what was read; a fix here would be a number the paste does not give, or a
 # command that could fail as printed):
 NO_FIX_YET = {
-    # Ollama's three wordings print neither the prompt's tokens nor num_ctx: a num_ctx that holds the
-    # prompt cannot be sized, and the /v1 API cannot set it per request.
-    "ollama.context_exceeded.prompt",
     # both examples have available > requested: the paged allocator's new-page estimate failed (sglang
     # PR #6671, issue #7411) and --page-size 1 avoids it, but no example carries a launch command with a
     # model path to print it on (sglang#4602 names its model as a placeholder, `<deepseek-v3/deeseek-r1>`),

@@ -1,6 +1,6 @@
 """Memory errors whose pastes carry no number to size a command get the check that finds the cause, as
 a runnable command (knowledge/levers.yaml): what else holds the GPU (vLLM with no KV memory, TensorRT-LLM),
-which models Ollama keeps loaded, the Metal wired limit in force (MLX)."""
+which models Ollama keeps loaded and the context they run with, the Metal wired limit in force (MLX)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def _first_example(signature_id: str) -> str:
         ("vllm.no_kv_memory.auto_fit", NVIDIA_APPS),
         ("trtllm.kv_cache_too_small", NVIDIA_APPS),
         ("ollama.gpu_oom.insufficient_memory", "ollama ps"),
+        ("ollama.context_exceeded.prompt", "ollama ps"),
         ("mlx.metal_command_buffer_oom", "sysctl iogpu.wired_limit_mb"),
     ],
 )
