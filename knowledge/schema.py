@@ -144,6 +144,7 @@ REMEDIES: frozenset[str] = frozenset(
         "ollama_server_log",
         "ollama_loaded_models",
         "ollama_context_in_force",
+        "llamacpp_list_devices",
         "upgrade_engine",
         # SGLang
         "mem_fraction_static",

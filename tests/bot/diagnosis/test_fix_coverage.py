@@ -26,11 +26,6 @@ NO_FIX_YET = {
     # free rows, not the limit in force, and the engine's own advice is not sure to clear it
     # (sglang#10408: --max-running-requests 1 failed the same way).
     "sglang.req_slots_exhausted",
-    # Level Zero's out-of-device-memory carries no buffer sizes in two examples; the third (2,303,168,640
-    # bytes, Arc Pro B70) is under the 4 GiB per-allocation limit, so relaxed allocation limits would not
-    # clear it (llama.cpp PR #28953 works around that B70 driver failure), and -c / -ngl need the model's
-    # buffers, which no example prints.
-    "sycl.device_oom",
 }
 
 

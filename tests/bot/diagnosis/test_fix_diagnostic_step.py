@@ -1,6 +1,6 @@
 """Memory errors whose pastes carry no number to size a command get the check that finds the cause, as
 a runnable command (knowledge/levers.yaml): what else holds the GPU (vLLM with no KV memory, TensorRT-LLM),
-which models Ollama keeps loaded and the context they run with, the Metal wired limit in force (MLX)."""
+which models Ollama keeps loaded and the context they run with, the Metal wired limit in force (MLX), a device's free memory as llama.cpp sees it (SYCL)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ def _first_example(signature_id: str) -> str:
         ("ollama.gpu_oom.insufficient_memory", "ollama ps"),
         ("ollama.context_exceeded.prompt", "ollama ps"),
         ("mlx.metal_command_buffer_oom", "sysctl iogpu.wired_limit_mb"),
+        ("sycl.device_oom", "llama-server --list-devices"),
     ],
 )
 def test_the_check_that_finds_the_cause(signature_id: str, command: str) -> None:
