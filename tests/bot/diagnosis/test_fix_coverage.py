@@ -17,11 +17,6 @@ NO_FIX_YET = {
     # and the overlap scheduler's retraction fails the same way (sglang#14972), which the page size does
     # not touch.
     "sglang.decode_oom.crash",
-    # SGLang (python/sglang/srt/mem_cache/kv_cache_configurator.py) raises it only when
-    # max_mamba_cache_size <= 0, with total_rest_memory
-    # and mamba_cache_per_req; turning that deficit into --mem-fraction-static needs the GPU's total, and
-    # the state pool's share (mamba_full_memory_ratio) and speculative buffers decide if it then starts.
-    "sglang.hybrid_state_no_memory.v0",
     # the request table is sized from --max-running-requests (and per DP rank): the message gives the
     # free rows, not the limit in force, and the engine's own advice is not sure to clear it
     # (sglang#10408: --max-running-requests 1 failed the same way).

@@ -27,6 +27,7 @@ def _first_example(signature_id: str) -> str:
         ("vllm.no_kv_memory.no_cache_blocks", NVIDIA_APPS),
         ("vllm.no_kv_memory.auto_fit", NVIDIA_APPS),
         ("trtllm.kv_cache_too_small", NVIDIA_APPS),
+        ("sglang.hybrid_state_no_memory.v0", NVIDIA_APPS),  # memory left after the weights went negative
         ("ollama.gpu_oom.insufficient_memory", "ollama ps"),
         ("ollama.context_exceeded.prompt", "ollama ps"),
         ("mlx.metal_command_buffer_oom", "sysctl iogpu.wired_limit_mb"),
