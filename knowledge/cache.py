@@ -47,11 +47,18 @@ def code_digest(*paths: Path) -> bytes:
     return h.digest()
 
 
-def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"") -> str:
-    """A digest of the sources (name and bytes), the validating code and the interpreter."""
-    import pydantic
+def content_key(
+    kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"", validator: bool = True
+) -> str:
+    """A digest of the sources (name and bytes), the validating code and the interpreter; with
+    ``validator`` (entries that hold pydantic objects), pydantic's version too.  An entry of plain
+    values passes False, so reading it back imports no pydantic."""
+    version = ""
+    if validator:
+        import pydantic
 
-    h = hashlib.sha256(f"{kind}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+        version = pydantic.VERSION
+    h = hashlib.sha256(f"{kind}\0{sys.version}\0{version}\0".encode())
     h.update(code)
     for name, data in sources:
         h.update(f"\0{name}\0{len(data)}\0".encode())
