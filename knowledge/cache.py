@@ -26,6 +26,7 @@ T = TypeVar("T")
 
 ENV = "GPU_GARDEN_CACHE_DIR"
 OFF = ("", "0", "off", "none", "false")
+KEPT_PER_KIND = 4  # entries of one kind (the knowledge base, a catalog) kept, the newest first
 
 
 def cache_dir() -> Path | None:
@@ -76,6 +77,13 @@ def _trusted(folder: Path) -> bool:
     return not hasattr(os, "getuid") or st.st_uid == os.getuid()
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def _read(path: Path) -> object | None:
     try:
         with path.open("rb") as fh:
@@ -100,9 +108,11 @@ def _write(folder: Path, name: str, value: object) -> None:
             os.unlink(tmp)
             raise
         kind = name.partition(".")[0]
-        for old in folder.glob(f"{kind}.*"):  # entries for content that has since changed
-            if old.name != name:
-                old.unlink(missing_ok=True)
+        # entries for content that has since changed: the newest few are kept (two checkouts of
+        # different versions sharing one folder would otherwise evict each other's on every start)
+        older = sorted((p for p in folder.glob(f"{kind}.*") if p.name != name), key=_mtime, reverse=True)
+        for old in older[KEPT_PER_KIND - 1 :]:
+            old.unlink(missing_ok=True)
     except Exception:  # read-only or full disk, unpicklable value: run without a cache
         return
 

@@ -41,15 +41,17 @@ def test_second_load_of_same_content_is_a_hit(tmp_path, monkeypatch):
     assert calls == [1]
 
 
-def test_changed_content_rebuilds_and_drops_the_old_entry(tmp_path, monkeypatch):
+def test_changed_content_rebuilds_and_keeps_only_the_newest_entries(tmp_path, monkeypatch):
     folder = tmp_path / "c"
     monkeypatch.setenv(C.ENV, str(folder))
-    old = C.content_key("t", [("a.yaml", b"x: 1")])
-    new = C.content_key("t", [("a.yaml", b"x: 2")])
-    assert old != new
-    C.cached(old, lambda: ("old",), tuple)
-    assert C.cached(new, lambda: ("new",), tuple) == ("new",)
-    assert sorted(p.name for p in folder.iterdir()) == [new]
+    keys = [C.content_key("t", [("a.yaml", f"x: {i}".encode())]) for i in range(C.KEPT_PER_KIND + 2)]
+    assert len(set(keys)) == len(keys)
+    for i, key in enumerate(keys):
+        assert C.cached(key, lambda i=i: (i,), tuple) == (i,)
+        os.utime(folder / key, (1000 + i, 1000 + i))  # written one after the other
+    assert sorted(p.name for p in folder.iterdir()) == sorted(keys[-C.KEPT_PER_KIND :])
+    # a checkout of the previous content, sharing the folder, still reads its entry
+    assert C.cached(keys[-2], lambda: ("rebuilt",), tuple) == (len(keys) - 2,)
 
 
 def test_read_only_folder_builds_without_cache(tmp_path, monkeypatch):
