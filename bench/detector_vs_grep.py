@@ -221,6 +221,12 @@ def vram_warm_ms(n: int = 300) -> float:
 def report(mib: int, runs: int) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        # a validated-data cache of this checkout's own (a shared one may hold other versions' entries),
+        # filled before anything is measured, as in an installed copy
+        os.environ["GPU_GARDEN_CACHE_DIR"] = str(folder / "cache")
+        warm = folder / "warm.log"
+        warm.write_text(ONE_LINE)
+        run_measured(triage_command(warm))
         rows, tool, count = scan_rows(mib << 20, runs, folder)
         cold = cold_rows(max(5, runs * 2), folder)
     lines = [
