@@ -267,12 +267,21 @@ def _swa_pattern(lines: list[str], layers: int | None) -> list[int] | None:
     return [flags[i] for i in range(layers)]
 
 
+def _lines_with(text: str, lines: list[str], *literals: str) -> list[str]:
+    """The lines holding one of the literals every pattern of a reader needs (in order): the readers'
+    per-line searches then run on those lines only, not on every line of a long log."""
+    present = [x for x in literals if x in text]
+    return [line for line in lines if any(x in line for x in present)] if present else []
+
+
 def _read_llamacpp(text: str) -> LogModel | None:
     lines = text.splitlines()
-    meta = _gguf_lines(lines)
-    printed = _print_lines(lines)
-    ollama = next((m for m in map(_OLLAMA.search, lines) if m), None)
-    kv = _kv_settings(lines)
+    meta = _gguf_lines(_lines_with(text, lines, "llama_model_loader: "))
+    printed = _print_lines(_lines_with(text, lines, "print_info", "llm_load_print_meta"))
+    ollama = next(
+        (m for m in map(_OLLAMA.search, _lines_with(text, lines, 'msg="" architecture=')) if m), None
+    )
+    kv = _kv_settings(_lines_with(text, lines, "kv_size = ", "KV self size", "llama_kv_cache"))
     if not meta and not printed and not ollama and not kv:
         return None
     engine = "ollama" if ollama or "ollama" in text[:200_000].lower() else "llama.cpp"
@@ -289,7 +298,7 @@ def _read_llamacpp(text: str) -> LogModel | None:
         settings["file_size_bytes"] = int(float(size.group(1)) * unit)
         settings["bits_per_weight"] = float(size.group(3))
     label = str(name or arch)  # the spec needs an id even when the log prints no model name
-    spec = _spec(meta, label, lines, notes) if arch else None
+    spec = _spec(meta, label, _lines_with(text, lines, "load_tensors: layer"), notes) if arch else None
     variant = _variant(label, file_type, settings.get("file_size_bytes")) if spec else None
     return LogModel(engine, str(name) if name else None, spec, variant, settings, tuple(notes))
 
@@ -385,7 +394,11 @@ def _config_text(lines: list[str], start: int, first: str) -> str:
 def _read_vllm(text: str) -> LogModel | None:
     settings: dict[str, Any] = {}
     lines = text.splitlines()
+    # the literals the three patterns need: a line with none of them is not searched
+    present = [x for x in ("non-default args: {", "with config: ", "LLM engine (v") if x in text]
     for i, line in enumerate(lines):
+        if not any(x in line for x in present):
+            continue
         args = _VLLM_ARGS.search(line)
         if args:
             for key, value in _pairs(_ARG_PAIR, args.group(1)).items():
