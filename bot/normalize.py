@@ -53,6 +53,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSI_LOST = r"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|" + _ANSI_LOST)
 _ANSI_LOST_ONLY = re.compile(_ANSI_LOST)  # the same pass when the text has no escape byte
+# whether that pass has anything to remove, asked of RE2 in the encoded text: a log whose every line
+# has a "[worker.py:267]" would otherwise pay a whole-text re pass for nothing (same matches: after a
+# digit group comes ";" or "m", so possessive and greedy agree)
+_ANSI_LOST_UTF8 = re2.compile(rb"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
 
 # Log prefixes, each possessive (no backtracking): every quantified class is followed by a character
 # it cannot match, so possessive and greedy agree.
@@ -230,8 +234,8 @@ def visible(text: str) -> str:
     text = clean_text(text)
     if "\x1b" in text:
         return _ANSI.sub("", text)
-    if "[" in text:  # the escape byte may have been lost: "[34m"
-        return _ANSI_LOST_ONLY.sub("", text)
+    if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text)) is not None:
+        return _ANSI_LOST_ONLY.sub("", text)  # the escape byte was lost: "[34m"
     return text
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from dataclasses import dataclass
 
 from bot.normalize import _MARK, is_record_start, strip_prefixes, visible, wrapped_mid_record
@@ -122,8 +123,10 @@ TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the termin
 
 
 def _stripped_lines(text: str) -> list[str]:
-    """The lines without their log prefixes, as the detector reads them."""
-    return [line.removeprefix(_MARK) for line in strip_prefixes(text).split("\n")]
+    """The lines without their log prefixes, as the detector reads them.  The text is visible text
+    (:func:`bot.normalize.visible` removed every ``_MARK``), so the only marks are the ones
+    :func:`strip_prefixes` put at line starts: one ``replace`` removes them all."""
+    return strip_prefixes(text).replace(_MARK, "").split("\n")
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
@@ -149,7 +152,13 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
     line may be wider, by a prefix the wrap did not count: a run is also read without its last line)."""
     runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
     k, n = 0, len(lines)
+    starts = _may_continue(lines, raw)  # the lines a run can start from, found without a Python loop
+    at = 0
     while k < n - 1:
+        at = bisect.bisect_left(starts, k, at)
+        if at == len(starts):
+            break
+        k = starts[at]  # every line before it ends a run at once (last == k): skipped
         last = k
         while (
             last < n - 1
@@ -172,6 +181,15 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
                 runs.append((k - 1 if context else k, last - 1, context))
         k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
     return runs
+
+
+def _may_continue(lines: list[str], raw: list[str]) -> list[int]:
+    """The lines k (before the last) that pass the length tests :func:`_runs` asks of a line before it
+    joins line k + 1: at least WRAP_MIN_LENGTH long, and the next raw line no wider than this one."""
+    wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
+    raw_len = list(map(len, raw))
+    narrow = map(operator.le, raw_len[1:], map(operator.add, raw_len, itertools.repeat(TAB_SLACK)))
+    return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
 
 
 def _parts(lines: list[str], first: int, last: int) -> list[str]:
