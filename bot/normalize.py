@@ -131,6 +131,18 @@ _RECORD_WORDS = (
     "DEBUG",
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
+_RECORD_START = re.compile(
+    "["
+    + re.escape("".join(sorted(_RECORD_CHARS)))
+    + "]|"
+    + "|".join(map(re.escape, _RECORD_WORDS))
+    # an identifier (the whole run: possessive) that ends in one of these words
+    + r"|(?=[A-Za-z_])[A-Za-z0-9_.]*+(?:(?<=Error)|(?<=Exception)|(?<=Warning)|(?<=Exit))"
+    # a lower-case identifier (one letter at least: str.islower) and ": "
+    + r"|(?=[0-9_.]*+[a-z])[a-z_][a-z0-9_.]*+: "
+    + r"|[A-Za-z_][A-Za-z0-9_.]*+="  # an identifier and "="
+    + r"|[0-9]{1,3}\. "  # a numbered list item
+)
 _NUMBERED = re.compile(r"[0-9]{1,3}\. ")
 _ENDS_RECORD = frozenset(".:;!?)]}>")
 
@@ -248,18 +260,11 @@ def strip_prefixes(text: str) -> str:
 
 
 def is_record_start(line: str) -> bool:
-    """Whether a physical line starts a new record rather than continuing a wrapped one."""
-    if line[0] in _RECORD_CHARS or line.startswith(_RECORD_WORDS):
-        return True
-    m = _IDENT.match(line)
-    if m is not None:
-        word = m.group()
-        after = line[m.end() : m.end() + 2]
-        if word.endswith(("Error", "Exception", "Warning", "Exit")):
-            return True
-        if (after == ": " and word.islower()) or after[:1] == "=":
-            return True
-    return _NUMBERED.match(line) is not None
+    """Whether a (non-empty) physical line starts a new record rather than continuing a wrapped one:
+    it starts with one of ``_RECORD_CHARS`` or ``_RECORD_WORDS``, with an identifier that ends in
+    Error/Exception/Warning/Exit, that is followed by ``=``, or that is lower-case and followed by
+    ``: ``, or with a list number (``12. ``).  One match of :data:`_RECORD_START`."""
+    return _RECORD_START.match(line) is not None
 
 
 def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:

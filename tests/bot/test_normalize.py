@@ -34,7 +34,13 @@ def _walk(parsed):
             yield from _walk(av)
 
 
-PY_PATTERNS = [*N.PREFIX_PATTERNS, N._PREFIX_M.pattern, N._IDENT.pattern, N._NUMBERED.pattern]
+PY_PATTERNS = [
+    *N.PREFIX_PATTERNS,
+    N._PREFIX_M.pattern,
+    N._IDENT.pattern,
+    N._NUMBERED.pattern,
+    N._RECORD_START.pattern,
+]
 
 
 @pytest.mark.parametrize("pattern", PY_PATTERNS)
@@ -280,3 +286,56 @@ def test_line_offsets_in_non_ascii_text():
 def test_surrogates_and_invisible_characters_in_non_ascii_text():
     assert N.clean_text("a\u200bb\ud800c é") == "ab\ufffdc é"
     assert N.clean_text("x\r\ny\rz\tw") == "x\ny\nz    w"
+
+
+def _record_start_reference(line: str) -> bool:
+    """is_record_start as it was written before it became one regex: the definition."""
+    if line[0] in N._RECORD_CHARS or line.startswith(N._RECORD_WORDS):
+        return True
+    m = N._IDENT.match(line)
+    if m is not None:
+        word, after = m.group(), line[m.end() : m.end() + 2]
+        if word.endswith(("Error", "Exception", "Warning", "Exit")):
+            return True
+        if (after == ": " and word.islower()) or after[:1] == "=":
+            return True
+    return N._NUMBERED.match(line) is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: x", "Error", "MyException", "_Exit(1)", "SomeWarnings", "ErrorX: y", "foo: bar",
+        "Foo: bar", "foo1: x", "_: x", "__x__: y", "1.2: x", "x=1", "X.y=2", "12. item", "1234. no",
+        "  indented", "\tx", "-flag", "[x]", "(x)", "|x", "`x`", "$ cmd", "# c", "> q", "* b",
+        "INFO x", "WARNING x", "Traceback (most", 'File "a"', "plain words", "é: x", "a.b.c: d",
+        "a.Error", "Error.a", "fooBar: x", "e", "0", "9. x",
+    ],
+)  # fmt: skip
+def test_record_start_regex_matches_its_definition(line):
+    assert N.is_record_start(line) is _record_start_reference(line)
+
+
+def test_record_start_regex_on_random_lines():
+    import random
+
+    rng = random.Random(16)
+    pieces = [
+        "Error",
+        "Exception",
+        "Warning",
+        "Exit",
+        "foo",
+        "Foo",
+        "_",
+        "a.b",
+        "1",
+        "12. ",
+        ": ",
+        "=",
+        ":",
+        " ",
+    ]
+    for _ in range(20000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
+        assert N.is_record_start(line) is _record_start_reference(line), line
