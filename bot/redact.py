@@ -220,15 +220,11 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     if len(lines) != len(raw):
         return text
     runs = _runs(lines, raw)
-    parts = [_parts(lines, a, b) for a, b, _c in runs]
+    if not runs:
+        return text
     for glue in ("", " "):
-        if not runs:
-            break
-        windows = [glue.join(p) for p in parts]
-        starts = list(itertools.accumulate((len(w) + 1 for w in windows[:-1]), initial=0))
-        joined = "\n".join(windows)
-        data = joined.encode("utf-8")
-        ascii_only = len(data) == len(joined)
+        data, starts = _windows(lines, runs, glue)
+        ascii_only = len(data) == starts[-1]
         for span in find_spans(data):
             kind, start, end = span.kind, span.start, span.end
             if not ascii_only:  # byte offsets to character offsets (matches are rare)
@@ -236,14 +232,27 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 start = len(data[:start].decode("utf-8", "ignore"))
             w = bisect.bisect_right(starts, start) - 1
             s, e = start - starts[w], end - starts[w]
-            layout = _layout(parts[w], runs[w][0], glue)
+            first, last, context = runs[w]
+            layout = _layout(_parts(lines, first, last), first, glue)
             pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
             pieces = [(j, piece) for j, piece in pieces if piece]
-            if len(pieces) < 2 or (runs[w][2] and pieces[0][0] == runs[w][0]):
+            if len(pieces) < 2 or (context and pieces[0][0] == first):
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
             if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
                 kinds.append(kind)
     return "\n".join(raw)
+
+
+def _windows(lines: list[str], runs: list[tuple[int, int, bool]], glue: str) -> tuple[bytes, list[int]]:
+    """The runs' lines joined with ``glue``, one run per line, as UTF-8; and where each run starts in
+    characters (the last entry: the length of the whole text).  Each run's parts are made again from
+    the lines when a secret is found in it, so they are not all kept."""
+    windows = [glue.join(_parts(lines, a, b)) for a, b, _c in runs]
+    starts = list(itertools.accumulate((len(w) + 1 for w in windows), initial=0))
+    starts[-1] -= 1  # no newline after the last run
+    joined = "\n".join(windows)
+    del windows
+    return joined.encode("utf-8"), starts
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:
