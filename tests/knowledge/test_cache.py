@@ -103,3 +103,40 @@ def test_pack_edit_is_seen(tmp_path, monkeypatch, cache_on):
     second = load_with_extra(packs)
     assert second.by_id("cache-test-pack") is None
     assert second.by_id("cache-test-renamed") is not None
+
+
+def test_levers_and_features_read_back_equal_a_fresh_parse(tmp_path, monkeypatch):
+    from knowledge import features, levers
+
+    monkeypatch.setenv(C.ENV, str(tmp_path / "c"))
+    fresh_features = features._parse(features._FILE.read_bytes())
+    fresh_levers = levers._parse(levers._FILE.read_bytes())
+    for loader in (features.feature_table, levers.levers):
+        loader.cache_clear()
+    try:
+        assert features.feature_table() == fresh_features  # built and stored
+        assert levers.levers() == fresh_levers
+        features.feature_table.cache_clear()
+        levers.levers.cache_clear()
+        assert features.feature_table() == fresh_features  # read back
+        assert levers.levers() == fresh_levers
+    finally:
+        features.feature_table.cache_clear()
+        levers.levers.cache_clear()
+    names = sorted(p.name.partition(".")[0] for p in (tmp_path / "c").iterdir())
+    assert names == ["features", "levers"]
+
+
+def test_a_fresh_triage_process_parses_no_yaml():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from bot.core import GardenBot, Paste\n"
+        "GardenBot().triage(Paste('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.', False, []))\n"
+        "print('yaml' in sys.modules)\n"
+    )
+    for _ in range(2):  # the first run may fill the cache
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
