@@ -251,12 +251,12 @@ def visible(text: str) -> str:
     return text
 
 
-def strip_prefixes(text: str) -> str:
-    """Remove every line's log prefixes, leaving a mark on lines that had one."""
+def strip_prefixes(text: str, mark: str = _MARK) -> str:
+    """Remove every line's log prefixes, leaving ``mark`` on lines that had one."""
     head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
     if head is not None:
-        text = _MARK + text[head.end() :]
-    return _PREFIX_M.sub("\n" + _MARK, text)
+        text = mark + text[head.end() :]
+    return _PREFIX_M.sub("\n" + mark, text)
 
 
 def is_record_start(line: str) -> bool:

@@ -14,7 +14,7 @@ import itertools
 import operator
 from dataclasses import dataclass
 
-from bot.normalize import _MARK, is_record_start, strip_prefixes, visible, wrapped_mid_record
+from bot.normalize import is_record_start, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -123,10 +123,8 @@ TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the termin
 
 
 def _stripped_lines(text: str) -> list[str]:
-    """The lines without their log prefixes, as the detector reads them.  The text is visible text
-    (:func:`bot.normalize.visible` removed every ``_MARK``), so the only marks are the ones
-    :func:`strip_prefixes` put at line starts: one ``replace`` removes them all."""
-    return strip_prefixes(text).replace(_MARK, "").split("\n")
+    """The lines without their log prefixes, as the detector reads them (no mark left in their place)."""
+    return strip_prefixes(text, mark="").split("\n")
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
@@ -145,11 +143,12 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     return True
 
 
-def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
+def _runs(lines: list[str], raw: list[int]) -> list[tuple[int, int, bool]]:
     """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
     unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
     a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
-    line may be wider, by a prefix the wrap did not count: a run is also read without its last line)."""
+    line may be wider, by a prefix the wrap did not count: a run is also read without its last line).
+    ``raw`` holds the length of each raw line (prefixes included)."""
     runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
     k, n = 0, len(lines)
     starts = _may_continue(lines, raw)  # the lines a run can start from, found without a Python loop
@@ -164,12 +163,12 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
             last < n - 1
             and last - k + 1 < WRAP_WINDOW
             and len(lines[last]) >= WRAP_MIN_LENGTH
-            and (last <= k + 1 or len(raw[last]) + TAB_SLACK >= len(raw[last - 1]))  # a shorter one ends it
-            and len(raw[last + 1]) <= len(raw[last]) + TAB_SLACK  # a wrap is never wider than its line
+            and (last <= k + 1 or raw[last] + TAB_SLACK >= raw[last - 1])  # a shorter one ends it
+            and raw[last + 1] <= raw[last] + TAB_SLACK  # a wrap is never wider than its line
             and lines[last + 1].strip()
             and (
                 not is_record_start(lines[last + 1])
-                or wrapped_mid_record(len(raw[last]), lines[last], lines[last + 1])
+                or wrapped_mid_record(raw[last], lines[last], lines[last + 1])
             )
         ):
             last += 1
@@ -183,11 +182,10 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
     return runs
 
 
-def _may_continue(lines: list[str], raw: list[str]) -> list[int]:
+def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
     """The lines k (before the last) that pass the length tests :func:`_runs` asks of a line before it
     joins line k + 1: at least WRAP_MIN_LENGTH long, and the next raw line no wider than this one."""
     wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
-    raw_len = list(map(len, raw))
     narrow = map(operator.le, raw_len[1:], map(operator.add, raw_len, itertools.repeat(TAB_SLACK)))
     return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
 
@@ -215,13 +213,15 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    raw = text.split("\n")
+    raw_len = list(map(len, text.split("\n")))  # the raw lines themselves only if a piece is removed
     lines = _stripped_lines(text)
-    if len(lines) != len(raw):
+    if len(lines) != len(raw_len):
         return text
-    runs = _runs(lines, raw)
+    runs = _runs(lines, raw_len)
+    del raw_len
     if not runs:
         return text
+    raw: list[str] | None = None
     for glue in ("", " "):
         data, starts = _windows(lines, runs, glue)
         ascii_only = len(data) == starts[-1]
@@ -238,21 +238,28 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
             pieces = [(j, piece) for j, piece in pieces if piece]
             if len(pieces) < 2 or (context and pieces[0][0] == first):
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
+            if raw is None:
+                raw = text.split("\n")
             if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
                 kinds.append(kind)
-    return "\n".join(raw)
+    return text if raw is None else "\n".join(raw)
 
 
 def _windows(lines: list[str], runs: list[tuple[int, int, bool]], glue: str) -> tuple[bytes, list[int]]:
     """The runs' lines joined with ``glue``, one run per line, as UTF-8; and where each run starts in
     characters (the last entry: the length of the whole text).  Each run's parts are made again from
     the lines when a secret is found in it, so they are not all kept."""
-    windows = [glue.join(_parts(lines, a, b)) for a, b, _c in runs]
-    starts = list(itertools.accumulate((len(w) + 1 for w in windows), initial=0))
+    # each run encoded on its own: the joined text is never one str (two bytes a character as soon as
+    # one character of it is not Latin-1)
+    chars: list[int] = []
+    chunks: list[bytes] = []
+    for a, b, _c in runs:
+        window = glue.join(_parts(lines, a, b))
+        chars.append(len(window) + 1)
+        chunks.append(window.encode("utf-8"))
+    starts = list(itertools.accumulate(chars, initial=0))
     starts[-1] -= 1  # no newline after the last run
-    joined = "\n".join(windows)
-    del windows
-    return joined.encode("utf-8"), starts
+    return b"\n".join(chunks), starts
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:
