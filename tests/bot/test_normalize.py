@@ -339,3 +339,36 @@ def test_record_start_regex_on_random_lines():
     for _ in range(20000):
         line = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
         assert N.is_record_start(line) is _record_start_reference(line), line
+
+
+def _cloudwatch_reference(text: str) -> str:
+    """The CloudWatch pass as it was written before it skipped unstamped lines: the definition."""
+    from itertools import pairwise
+
+    from bot.unwrap import _CW_ANY, _CW_STAMP
+
+    lines = text.split("\n")
+    if _CW_ANY.search(text) is None or len(lines) < 2:
+        return text
+    kept, dropped = [lines[0]], 0
+    for prev, line in pairwise(lines):
+        stamp = _CW_STAMP.match(prev)
+        if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
+            dropped += 1
+            continue
+        kept.append(line)
+    return "\n".join(kept) if dropped else text
+
+
+def test_cloudwatch_pass_matches_its_definition_on_random_copies():
+    import random
+
+    from bot.unwrap import cloudwatch_duplicates
+
+    rng = random.Random(16)
+    stamps = ["2025-05-02T10:11:12.345Z    ", "2025-05-02T10:11:12+02:00 ", "1234 ", "2025-05-02 ", ""]
+    messages = ["KV cache full", "  KV cache full  ", "", "12. item", "1234-", "INFO x"]
+    for _ in range(3000):
+        lines = [rng.choice(stamps) + rng.choice(messages) for _ in range(rng.randint(1, 8))]
+        text = "\n".join(lines)
+        assert cloudwatch_duplicates(text) == _cloudwatch_reference(text), text
