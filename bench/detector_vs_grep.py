@@ -234,7 +234,7 @@ def report(mib: int, runs: int) -> str:
         run_measured(triage_command(warm))
         rows, tool, count = scan_rows(mib << 20, runs, folder)
         cold = cold_rows(max(5, runs * 2), folder)
-    repeated, first, count = vram_warm_ms()
+    repeated, first, models = vram_warm_ms()
     lines = [
         f"Machine: {describe()}; load average {os.getloadavg()[0]:.1f} when it ran. Medians of {runs} paired "
         f"runs; project modules byte-compiled and the validated-data cache filled, as in an installed copy.",
@@ -255,7 +255,7 @@ def report(mib: int, runs: int) -> str:
         *cold,
         "",
         "`/vram` warm, in-process (estimate + reply + Markdown): the same request repeated 300 times, median "
-        f"{repeated:.2f} ms; the first request for each of the {count} catalog models on an RTX 4090, median "
+        f"{repeated:.2f} ms; the first request for each of the {models} catalog models on an RTX 4090, median "
         f"{first:.2f} ms.",
     ]
     return "\n".join(lines)
