@@ -7,9 +7,10 @@ warnings before informational memory reports, then by the signature's priority, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, overload
 
 import re2
 
@@ -137,6 +138,34 @@ def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
     return lines, view.first_physical[first]
 
 
+class LazyPatterns(Sequence[Any]):
+    """The bank's patterns by id, each compiled on first use: a paste touches the few patterns the
+    Set found, so a start does not compile all of them (iterating compiles every one)."""
+
+    def __init__(self) -> None:
+        self._sources: list[str] = []
+        self._compiled: list[Any] = []
+
+    def append(self, pattern: str) -> None:
+        self._sources.append(pattern)
+        self._compiled.append(None)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        found = self._compiled[index]
+        if found is None:
+            found = self._compiled[index] = re2.compile(self._sources[index])
+        return found
+
+
 class PatternBank:
     """Every pattern of a knowledge base, compiled once, plus an RE2 Set that finds in one pass over a
     view which of them match anywhere; only those are then searched one by one.
@@ -150,14 +179,16 @@ class PatternBank:
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
-        self.compiled: list[Any] = []
+        self.compiled: Sequence[Any] = LazyPatterns()
         self._set: Any = None
         self._sentinel = -1
 
     def add(self, pattern: str) -> int:
+        """The pattern's id (validated by the knowledge schema, which compiles every pattern)."""
         if pattern not in self._ids:
-            self._ids[pattern] = len(self.compiled)
-            self.compiled.append(re2.compile(pattern))
+            self._ids[pattern] = len(self._ids)
+            assert isinstance(self.compiled, LazyPatterns)
+            self.compiled.append(pattern)
         return self._ids[pattern]
 
     def freeze(self) -> None:
@@ -225,12 +256,12 @@ class Detector:
         """The first pattern that matches anywhere; among the views, the match that fills the most
         named groups (a wrapped line may match the unjoined view with its optional tail cut off)."""
         for pid in pattern_ids:
-            pattern = self.bank.compiled[pid]
             best: tuple[Any, Any] | None = None
             best_filled = -1
             for view, view_hits in zip(norm.views, hits, strict=True):
                 if view_hits is not None and pid not in view_hits:
                     continue
+                pattern = self.bank.compiled[pid]  # compiled here: only the patterns the Set found
                 m = pattern.search(view.data)
                 if not m:
                     continue

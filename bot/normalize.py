@@ -53,6 +53,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSI_LOST = r"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|" + _ANSI_LOST)
 _ANSI_LOST_ONLY = re.compile(_ANSI_LOST)  # the same pass when the text has no escape byte
+# whether that pass has anything to remove, asked of RE2 in the encoded text: a log whose every line
+# has a "[worker.py:267]" would otherwise pay a whole-text re pass for nothing (same matches: after a
+# digit group comes ";" or "m", so possessive and greedy agree)
+_ANSI_LOST_UTF8 = re2.compile(rb"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
 
 # Log prefixes, each possessive (no backtracking): every quantified class is followed by a character
 # it cannot match, so possessive and greedy agree.
@@ -127,6 +131,18 @@ _RECORD_WORDS = (
     "DEBUG",
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
+_RECORD_START = re.compile(
+    "["
+    + re.escape("".join(sorted(_RECORD_CHARS)))
+    + "]|"
+    + "|".join(map(re.escape, _RECORD_WORDS))
+    # an identifier (the whole run: possessive) that ends in one of these words
+    + r"|(?=[A-Za-z_])[A-Za-z0-9_.]*+(?:(?<=Error)|(?<=Exception)|(?<=Warning)|(?<=Exit))"
+    # a lower-case identifier (one letter at least: str.islower) and ": "
+    + r"|(?=[0-9_.]*+[a-z])[a-z_][a-z0-9_.]*+: "
+    + r"|[A-Za-z_][A-Za-z0-9_.]*+="  # an identifier and "="
+    + r"|[0-9]{1,3}\. "  # a numbered list item
+)
 _NUMBERED = re.compile(r"[0-9]{1,3}\. ")
 _ENDS_RECORD = frozenset(".:;!?)]}>")
 
@@ -230,32 +246,25 @@ def visible(text: str) -> str:
     text = clean_text(text)
     if "\x1b" in text:
         return _ANSI.sub("", text)
-    if "[" in text:  # the escape byte may have been lost: "[34m"
-        return _ANSI_LOST_ONLY.sub("", text)
+    if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text)) is not None:
+        return _ANSI_LOST_ONLY.sub("", text)  # the escape byte was lost: "[34m"
     return text
 
 
-def strip_prefixes(text: str) -> str:
-    """Remove every line's log prefixes, leaving a mark on lines that had one."""
+def strip_prefixes(text: str, mark: str = _MARK) -> str:
+    """Remove every line's log prefixes, leaving ``mark`` on lines that had one."""
     head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
     if head is not None:
-        text = _MARK + text[head.end() :]
-    return _PREFIX_M.sub("\n" + _MARK, text)
+        text = mark + text[head.end() :]
+    return _PREFIX_M.sub("\n" + mark, text)
 
 
 def is_record_start(line: str) -> bool:
-    """Whether a physical line starts a new record rather than continuing a wrapped one."""
-    if line[0] in _RECORD_CHARS or line.startswith(_RECORD_WORDS):
-        return True
-    m = _IDENT.match(line)
-    if m is not None:
-        word = m.group()
-        after = line[m.end() : m.end() + 2]
-        if word.endswith(("Error", "Exception", "Warning", "Exit")):
-            return True
-        if (after == ": " and word.islower()) or after[:1] == "=":
-            return True
-    return _NUMBERED.match(line) is not None
+    """Whether a (non-empty) physical line starts a new record rather than continuing a wrapped one:
+    it starts with one of ``_RECORD_CHARS`` or ``_RECORD_WORDS``, with an identifier that ends in
+    Error/Exception/Warning/Exit, that is followed by ``=``, or that is lower-case and followed by
+    ``: ``, or with a list number (``12. ``).  One match of :data:`_RECORD_START`."""
+    return _RECORD_START.match(line) is not None
 
 
 def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:

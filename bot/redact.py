@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from dataclasses import dataclass
 
-from bot.normalize import _MARK, is_record_start, strip_prefixes, visible, wrapped_mid_record
+from bot.normalize import is_record_start, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -122,8 +123,8 @@ TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the termin
 
 
 def _stripped_lines(text: str) -> list[str]:
-    """The lines without their log prefixes, as the detector reads them."""
-    return [line.removeprefix(_MARK) for line in strip_prefixes(text).split("\n")]
+    """The lines without their log prefixes, as the detector reads them (no mark left in their place)."""
+    return strip_prefixes(text, mark="").split("\n")
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
@@ -142,25 +143,32 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     return True
 
 
-def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
+def _runs(lines: list[str], raw: list[int]) -> list[tuple[int, int, bool]]:
     """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
     unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
     a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
-    line may be wider, by a prefix the wrap did not count: a run is also read without its last line)."""
+    line may be wider, by a prefix the wrap did not count: a run is also read without its last line).
+    ``raw`` holds the length of each raw line (prefixes included)."""
     runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
     k, n = 0, len(lines)
+    starts = _may_continue(lines, raw)  # the lines a run can start from, found without a Python loop
+    at = 0
     while k < n - 1:
+        at = bisect.bisect_left(starts, k, at)
+        if at == len(starts):
+            break
+        k = starts[at]  # every line before it ends a run at once (last == k): skipped
         last = k
         while (
             last < n - 1
             and last - k + 1 < WRAP_WINDOW
             and len(lines[last]) >= WRAP_MIN_LENGTH
-            and (last <= k + 1 or len(raw[last]) + TAB_SLACK >= len(raw[last - 1]))  # a shorter one ends it
-            and len(raw[last + 1]) <= len(raw[last]) + TAB_SLACK  # a wrap is never wider than its line
+            and (last <= k + 1 or raw[last] + TAB_SLACK >= raw[last - 1])  # a shorter one ends it
+            and raw[last + 1] <= raw[last] + TAB_SLACK  # a wrap is never wider than its line
             and lines[last + 1].strip()
             and (
                 not is_record_start(lines[last + 1])
-                or wrapped_mid_record(len(raw[last]), lines[last], lines[last + 1])
+                or wrapped_mid_record(raw[last], lines[last], lines[last + 1])
             )
         ):
             last += 1
@@ -172,6 +180,14 @@ def _runs(lines: list[str], raw: list[str]) -> list[tuple[int, int, bool]]:
                 runs.append((k - 1 if context else k, last - 1, context))
         k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
     return runs
+
+
+def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
+    """The lines k (before the last) that pass the length tests :func:`_runs` asks of a line before it
+    joins line k + 1: at least WRAP_MIN_LENGTH long, and the next raw line no wider than this one."""
+    wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
+    narrow = map(operator.le, raw_len[1:], map(operator.add, raw_len, itertools.repeat(TAB_SLACK)))
+    return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
 
 
 def _parts(lines: list[str], first: int, last: int) -> list[str]:
@@ -197,20 +213,18 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    raw = text.split("\n")
+    raw_len = list(map(len, text.split("\n")))  # the raw lines themselves only if a piece is removed
     lines = _stripped_lines(text)
-    if len(lines) != len(raw):
+    if len(lines) != len(raw_len):
         return text
-    runs = _runs(lines, raw)
-    parts = [_parts(lines, a, b) for a, b, _c in runs]
+    runs = _runs(lines, raw_len)
+    del raw_len
+    if not runs:
+        return text
+    raw: list[str] | None = None
     for glue in ("", " "):
-        if not runs:
-            break
-        windows = [glue.join(p) for p in parts]
-        starts = list(itertools.accumulate((len(w) + 1 for w in windows[:-1]), initial=0))
-        joined = "\n".join(windows)
-        data = joined.encode("utf-8")
-        ascii_only = len(data) == len(joined)
+        data, starts = _windows(lines, runs, glue)
+        ascii_only = len(data) == starts[-1]
         for span in find_spans(data):
             kind, start, end = span.kind, span.start, span.end
             if not ascii_only:  # byte offsets to character offsets (matches are rare)
@@ -218,14 +232,34 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 start = len(data[:start].decode("utf-8", "ignore"))
             w = bisect.bisect_right(starts, start) - 1
             s, e = start - starts[w], end - starts[w]
-            layout = _layout(parts[w], runs[w][0], glue)
+            first, last, context = runs[w]
+            layout = _layout(_parts(lines, first, last), first, glue)
             pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
             pieces = [(j, piece) for j, piece in pieces if piece]
-            if len(pieces) < 2 or (runs[w][2] and pieces[0][0] == runs[w][0]):
+            if len(pieces) < 2 or (context and pieces[0][0] == first):
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
+            if raw is None:
+                raw = text.split("\n")
             if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
                 kinds.append(kind)
-    return "\n".join(raw)
+    return text if raw is None else "\n".join(raw)
+
+
+def _windows(lines: list[str], runs: list[tuple[int, int, bool]], glue: str) -> tuple[bytes, list[int]]:
+    """The runs' lines joined with ``glue``, one run per line, as UTF-8; and where each run starts in
+    characters (the last entry: the length of the whole text).  Each run's parts are made again from
+    the lines when a secret is found in it, so they are not all kept."""
+    # each run encoded on its own: the joined text is never one str (two bytes a character as soon as
+    # one character of it is not Latin-1)
+    chars: list[int] = []
+    chunks: list[bytes] = []
+    for a, b, _c in runs:
+        window = glue.join(_parts(lines, a, b))
+        chars.append(len(window) + 1)
+        chunks.append(window.encode("utf-8"))
+    starts = list(itertools.accumulate(chars, initial=0))
+    starts[-1] -= 1  # no newline after the last run
+    return b"\n".join(chunks), starts
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:

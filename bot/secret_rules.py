@@ -3,56 +3,103 @@
 
 A rule set finds, in one pass over the text, which rules can match at all: an RE2 Set of the rules'
 keywords (case-insensitive literals, as gitleaks prefilters); only those rules' regexes then run.
+
+Start-up cost: the rules are parsed and validated once per content of the two files and kept in the
+validated-data cache (:mod:`knowledge.cache`) as plain values, so a start reads them back without
+YAML or pydantic; each rule's regex is compiled on its first use (every regex is compiled once when
+the cache entry is built, so a rule that does not compile under RE2 still fails at load).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, field
+from functools import cache, cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any
 
 import re2
-import yaml
-from pydantic import BaseModel, ConfigDict, Field
+
+from knowledge.cache import cached, code_digest, content_key
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 DATA = Path(__file__).resolve().parent / "data"
 TERMINATOR_MAX = 2  # gitleaks' rules end a secret with one quote/space/semicolon or an escaped \\n
 OWN_FILE = DATA / "secret_rules.yaml"
 GITLEAKS_FILE = DATA / "secret_rules_gitleaks.yaml"
+_CODE = code_digest(Path(__file__).resolve())
 
 
-class RuleSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _spec_models() -> tuple[type[BaseModel], type[BaseModel]]:
+    """The schema of a rule file (pydantic is imported only when the cache entry is built)."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class RuleSpec(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        id: str
+        kind: str
+        regex: str
+        keywords: list[str] = Field(default_factory=list)
+        entropy: float = 0.0
+        group: int | None = None
+        allow: list[str] = Field(default_factory=list)  # a secret part matching one of these whole is not one
+        stage: Literal["first", "last"] | None = None
+        source: str | None = None
+
+    class RuleFile(BaseModel):
+        source: str | None = None
+        rules: list[RuleSpec]
+
+    return RuleSpec, RuleFile
+
+
+@dataclass(frozen=True)
+class RuleData:
+    """One validated rule as plain values (what the cache keeps)."""
 
     id: str
     kind: str
     regex: str
-    keywords: list[str] = Field(default_factory=list)
+    keywords: tuple[str, ...] = ()
     entropy: float = 0.0
     group: int | None = None
-    allow: list[str] = Field(default_factory=list)  # a secret part matching one of these whole is not one
-    stage: Literal["first", "last"] | None = None
-    source: str | None = None
-
-
-class RuleFile(BaseModel):
-    source: str | None = None
-    rules: list[RuleSpec]
+    allow: tuple[str, ...] = ()
+    stage: str | None = None
 
 
 @dataclass(frozen=True)
 class SecretRule:
     id: str
     kind: str
-    pattern: re2._Regexp
-    group: int  # the part that is the secret (0: the whole match)
-    entropy: float  # least bits per character of that part
+    regex: str
+    entropy: float  # least bits per character of the secret part
     keywords: tuple[str, ...]
-    allow: re2._Regexp | None = None
+    allow_regex: str | None = None
     explicit_group: bool = False
+    group_given: int | None = field(default=None, repr=False)
+
+    @cached_property
+    def pattern(self) -> Any:
+        options = re2.Options()
+        options.max_mem = 32 << 20
+        return re2.compile(self.regex, options)
+
+    @cached_property
+    def group(self) -> int:
+        """The part that is the secret (0: the whole match)."""
+        groups = self.pattern.groups
+        group = self.group_given if self.group_given is not None else (1 if groups else 0)
+        return 0 if group > groups else group
+
+    @cached_property
+    def allow(self) -> Any:
+        return re2.compile(self.allow_regex) if self.allow_regex is not None else None
 
     def secret_span(self, m) -> tuple[int, int] | None:
         """Where the secret is in a match, or None when it is too regular to be one."""
@@ -79,41 +126,52 @@ def shannon(data: bytes | str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def _compile(spec: RuleSpec) -> SecretRule:
-    options = re2.Options()
-    options.max_mem = 32 << 20
-    pattern = re2.compile(spec.regex, options)
-    group = spec.group if spec.group is not None else (1 if pattern.groups else 0)
-    if group > pattern.groups:
-        group = 0
-    allow = re2.compile("|".join(f"(?:{a})" for a in spec.allow)) if spec.allow else None
-    keywords = tuple(k.lower() for k in spec.keywords)
+def _rule(spec: RuleData) -> SecretRule:
     return SecretRule(
         spec.id,
         spec.kind,
-        pattern,
-        group,
+        spec.regex,
         spec.entropy,
-        keywords,
-        allow,
+        tuple(k.lower() for k in spec.keywords),
+        "|".join(f"(?:{a})" for a in spec.allow) if spec.allow else None,
         explicit_group=spec.group is not None,
+        group_given=spec.group,
     )
 
 
-def _read(path: Path) -> list[RuleSpec]:
-    return RuleFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8"))).rules
+def _read(data: bytes) -> list[RuleData]:
+    import yaml
+
+    _spec, rule_file = _spec_models()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    rules = rule_file.model_validate(yaml.load(data, Loader=loader)).rules  # type: ignore[attr-defined]
+    return [
+        RuleData(r.id, r.kind, r.regex, tuple(r.keywords), r.entropy, r.group, tuple(r.allow), r.stage)
+        for r in rules
+    ]
+
+
+def _build(own: bytes, gitleaks: bytes) -> tuple[RuleData, ...]:
+    """Every rule in precedence order, each regex compiled once to prove it compiles."""
+    mine = _read(own)
+    specs = [s for s in mine if s.stage != "last"] + _read(gitleaks) + [s for s in mine if s.stage == "last"]
+    for spec in specs:
+        rule = _rule(spec)
+        _ = rule.pattern, rule.allow, rule.group
+    return tuple(specs)
 
 
 class RuleSet:
     """The rules in precedence order, and a one-pass keyword prefilter over them."""
 
-    def __init__(self, specs: list[RuleSpec]):
-        self.rules = tuple(_compile(s) for s in specs)
+    def __init__(self, specs: list[RuleData] | tuple[RuleData, ...]):
+        self.rules = tuple(_rule(s) for s in specs)
         self._keywords: list[str] = sorted({k for r in self.rules for k in r.keywords})
         self._always = [i for i, r in enumerate(self.rules) if not r.keywords]
-        self._by_keyword = {
-            k: [i for i, r in enumerate(self.rules) if k in r.keywords] for k in self._keywords
-        }
+        self._by_keyword: dict[str, list[int]] = {k: [] for k in self._keywords}
+        for i, r in enumerate(self.rules):
+            for k in dict.fromkeys(r.keywords):
+                self._by_keyword[k].append(i)
         options = re2.Options()
         options.case_sensitive = False
         options.literal = True
@@ -133,7 +191,6 @@ class RuleSet:
 
 @cache
 def default_rules() -> RuleSet:
-    own = _read(OWN_FILE)
-    first = [s for s in own if s.stage != "last"]
-    last = [s for s in own if s.stage == "last"]
-    return RuleSet(first + _read(GITLEAKS_FILE) + last)
+    own, gitleaks = OWN_FILE.read_bytes(), GITLEAKS_FILE.read_bytes()
+    key = content_key("secret-rules", [("own", own), ("gitleaks", gitleaks)], _CODE, validator=False)
+    return RuleSet(cached(key, lambda: _build(own, gitleaks), tuple))

@@ -9,24 +9,27 @@ Sources, highest precedence first:
 4. a YAML settings file (``GPU_GARDEN_CONFIG`` or ``--config``);
 5. the defaults below.
 Tokens are ``SecretStr``: they never appear in logs, reprs or error messages.
+
+Reading the sources needs ``pydantic_settings`` (and through it asyncio, dotenv and the cloud secret
+providers: longer to import than the rest of a ``gpu-garden vram``).  When no source but the flags has
+anything to say (no ``GPU_GARDEN_...`` variable, no ``.env`` file, no settings file), the same fields
+and validators are applied to the flags alone, and that import is skipped.
 """
 
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    YamlConfigSettingsSource,
-)
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-CommaList = Annotated[list[str], NoDecode]
+CommaList = list[str]  # from the environment as "a,b" (comma-separated, never JSON): see _split
+ENV_PREFIX = "GPU_GARDEN_"
+ENV_FILE = ".env"
+# variables with the prefix that are not settings: read elsewhere, ignored by the settings model
+NOT_SETTINGS = ("GPU_GARDEN_CACHE_DIR",)
 
 
 def _split(value: Any) -> Any:
@@ -80,16 +83,10 @@ class SlackSettings(BaseModel):
         return v if v.endswith("/") else v + "/"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="GPU_GARDEN_",
-        env_nested_delimiter="_",
-        env_nested_max_split=1,
-        env_file=".env",
-        env_file_encoding="utf-8",
-        env_ignore_empty=True,
-        extra="ignore",
-    )
+class SettingsFields(BaseModel):
+    """Every setting, its default and its checks; :data:`Settings` adds the sources."""
+
+    model_config = ConfigDict(extra="ignore")
 
     database: Path = Path("gpu-garden.sqlite3")
     knowledge_dir: Path | None = None
@@ -114,23 +111,8 @@ class Settings(BaseSettings):
     slack: SlackSettings = SlackSettings()
     limits: Limits = Limits()
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        yaml_path = os.environ.get("GPU_GARDEN_CONFIG")
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
-        if yaml_path:
-            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
-        return tuple(sources)
-
     @model_validator(mode="after")
-    def _hub_cache_in_data_folder(self) -> Settings:
+    def _hub_cache_in_data_folder(self) -> SettingsFields:
         if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
             self.hub_cache_dir = self.database.parent / "hub-cache"
         return self
@@ -142,6 +124,64 @@ class Settings(BaseSettings):
     @property
     def slack_enabled(self) -> bool:
         return self.slack.bot_token is not None
+
+
+@cache
+def settings_class() -> type[SettingsFields]:
+    """The fields read from every source (flags, environment, ``.env``, YAML file)."""
+    from pydantic_settings import (
+        BaseSettings,
+        PydanticBaseSettingsSource,
+        SettingsConfigDict,
+        YamlConfigSettingsSource,
+    )
+
+    class Settings(SettingsFields, BaseSettings):
+        model_config = SettingsConfigDict(
+            env_prefix=ENV_PREFIX,
+            env_nested_delimiter="_",
+            env_nested_max_split=1,
+            env_file=ENV_FILE,
+            env_file_encoding="utf-8",
+            env_ignore_empty=True,
+            enable_decoding=False,  # lists are comma-separated (see _split), not JSON
+            extra="ignore",
+        )
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            yaml_path = os.environ.get("GPU_GARDEN_CONFIG")
+            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
+            if yaml_path:
+                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
+            return tuple(sources)
+
+    Settings.__module__ = __name__
+    return Settings
+
+
+if TYPE_CHECKING:
+    Settings = SettingsFields
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "Settings":
+            return settings_class()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def only_flags() -> bool:
+    """Whether the flags are the only source with anything in it (no variable, ``.env`` or file)."""
+    if Path(ENV_FILE).is_file():
+        return False
+    return not any(k.upper().startswith(ENV_PREFIX) and k.upper() not in NOT_SETTINGS for k in os.environ)
 
 
 _SECRET_FILES = {
@@ -156,7 +196,7 @@ class SettingsError(ValueError):
     """Settings that cannot be used; the message names the setting, never a secret's value."""
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+def load_settings(config_file: Path | None = None, **overrides: Any) -> SettingsFields:
     """Build settings from all sources; ``overrides`` are CLI flags (highest precedence)."""
     from pydantic import ValidationError
 
@@ -180,8 +220,9 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             nested.setdefault(section, {})[sub] = value
         else:
             nested[key] = value
+    model = SettingsFields if only_flags() else settings_class()
     try:
-        return Settings(**nested)
+        return model(**nested)
     except ValidationError as exc:
         parts = []
         for err in exc.errors():

@@ -14,7 +14,8 @@ All patterns are RE2 (linear time); the line passes are single scans.
 
 from __future__ import annotations
 
-from itertools import pairwise
+import itertools
+import operator
 
 import re2
 
@@ -89,15 +90,21 @@ def cloudwatch_duplicates(text: str) -> str:
     lines = text.split("\n")
     if len(lines) < 2:
         return text
-    kept = [lines[0]]
-    dropped = 0
-    for prev, line in pairwise(lines):
+    # only a line that starts with four digits can carry the stamp: the others are not matched
+    stamped = itertools.compress(
+        itertools.count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines))
+    )
+    dropped = set()
+    for i in stamped:
+        if i + 1 == len(lines):
+            break
+        prev, line = lines[i], lines[i + 1]
         stamp = _CW_STAMP.match(prev)
         if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
-            dropped += 1
-            continue
-        kept.append(line)
-    return "\n".join(kept) if dropped else text
+            dropped.add(i + 1)
+    if not dropped:
+        return text
+    return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
 
 
 def unwrap(text: str) -> str:

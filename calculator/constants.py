@@ -24,7 +24,9 @@ Row = dict[str, int | float | bool]
 class EngineConstant(BaseModel):
     """One constant: a value (or a table of rows), what it is measured in and where it comes from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, defer_build=True
+    )  # schema built on a cache miss only
 
     value: Scalar | None = None
     table: tuple[Row, ...] | None = None
@@ -48,7 +50,9 @@ class EngineConstant(BaseModel):
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, defer_build=True
+    )  # schema built on a cache miss only
 
     vllm: dict[str, EngineConstant]
     llamacpp: dict[str, EngineConstant]

@@ -288,7 +288,7 @@ def hardware_remedies(
     from calculator.matchmaker import gpus_for_model
 
     bigger = [
-        o for o in gpus_for_model(model, here, context=want, engine=req.engine, limit=5) if o.gpu.id != gpu.id
+        o for o in gpus_for_model(model, here, context=want, engine=req.engine, limit=2) if o.gpu.id != gpu.id
     ]
     if bigger:
         o = bigger[0]

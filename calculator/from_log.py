@@ -277,12 +277,37 @@ def _swa_pattern(lines: list[str], layers: int | None) -> list[int] | None:
     return [flags[i] for i in range(layers)]
 
 
+def _segments(text: str, literals: tuple[str, ...]) -> list[tuple[int, list[str]]]:
+    """(offset, lines) of every newline-delimited stretch of the text holding one of the literals, in
+    order, cut into lines as ``str.splitlines`` cuts them: found by ``str.find``, so the readers'
+    per-line searches run on those stretches only, not on every line of a long log."""
+    spans: set[tuple[int, int]] = set()
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            spans.add((start, end))
+            at = text.find(literal, end)
+    return [(start, text[start:end].splitlines()) for start, end in sorted(spans)]
+
+
+def _lines_with(text: str, *literals: str) -> list[str]:
+    """The lines holding one of the literals, in order (the same lines ``splitlines`` gives)."""
+    return [
+        line
+        for _start, lines in _segments(text, literals)
+        for line in lines
+        if any(x in line for x in literals)
+    ]
+
+
 def _read_llamacpp(text: str) -> LogModel | None:
-    lines = text.splitlines()
-    meta = _gguf_lines(lines)
-    printed = _print_lines(lines)
-    ollama = next((m for m in map(_OLLAMA.search, lines) if m), None)
-    kv = _kv_settings(lines)
+    meta = _gguf_lines(_lines_with(text, "llama_model_loader: "))
+    printed = _print_lines(_lines_with(text, "print_info", "llm_load_print_meta"))
+    ollama = next((m for m in map(_OLLAMA.search, _lines_with(text, 'msg="" architecture=')) if m), None)
+    kv = _kv_settings(_lines_with(text, "kv_size = ", "KV self size", "llama_kv_cache"))
     if not meta and not printed and not ollama and not kv:
         return None
     engine = "ollama" if ollama or "ollama" in text[:200_000].lower() else "llama.cpp"
@@ -299,7 +324,7 @@ def _read_llamacpp(text: str) -> LogModel | None:
         settings["file_size_bytes"] = int(float(size.group(1)) * unit)
         settings["bits_per_weight"] = float(size.group(3))
     label = str(name or arch)  # the spec needs an id even when the log prints no model name
-    spec = _spec(meta, label, lines, notes) if arch else None
+    spec = _spec(meta, label, _lines_with(text, "load_tensors: layer"), notes) if arch else None
     variant = _variant(label, file_type, settings.get("file_size_bytes")) if spec else None
     return LogModel(engine, str(name) if name else None, spec, variant, settings, tuple(notes))
 
@@ -380,11 +405,25 @@ def _model_id(path: str) -> str:
     return f"{m.group(1)}/{m.group(2)}" if m else path
 
 
+def _following(text: str, start: int, index: int) -> list[str]:
+    """The lines from ``start`` on, as many as a config dump at line ``index`` of them reads."""
+    end = start
+    for _ in range(index + CONFIG_LINES + 1):
+        end = text.find("\n", end) + 1
+        if end == 0:
+            end = len(text)
+            break
+    return text[start:end].splitlines()
+
+
+CONFIG_LINES = 40  # a hard-wrapped config dump is read over at most this many lines
+
+
 def _config_text(lines: list[str], start: int, first: str) -> str:
     """The config dump, rejoined when a terminal or issue form hard-wrapped it mid-word."""
     parts = [first]
     size = len(first)
-    for line in lines[start + 1 : start + 40]:
+    for line in lines[start + 1 : start + CONFIG_LINES]:
         if _NEW_RECORD.search(line) or size > 16_000:
             break
         parts.append(line)
@@ -394,19 +433,20 @@ def _config_text(lines: list[str], start: int, first: str) -> str:
 
 def _read_vllm(text: str) -> LogModel | None:
     settings: dict[str, Any] = {}
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        args = _VLLM_ARGS.search(line)
-        if args:
-            for key, value in _pairs(_ARG_PAIR, args.group(1)).items():
-                settings.setdefault(key, value)
-        config = _VLLM_CONFIG.search(line)
-        if config and "max_seq_len" not in settings:
-            dump = _pairs(_VLLM_PAIR, _config_text(lines, i, config.group(1)))
-            settings.update({k: v for k, v in dump.items() if k not in settings})
-        version = _VLLM_VERSION.search(line)
-        if version:
-            settings.setdefault("engine_version", version.group(1))
+    # only the lines holding a literal one of the three patterns needs
+    for start, lines in _segments(text, ("non-default args: {", "with config: ", "LLM engine (v")):
+        for j, line in enumerate(lines):
+            args = _VLLM_ARGS.search(line)
+            if args:
+                for key, value in _pairs(_ARG_PAIR, args.group(1)).items():
+                    settings.setdefault(key, value)
+            config = _VLLM_CONFIG.search(line)
+            if config and "max_seq_len" not in settings:
+                dump = _pairs(_VLLM_PAIR, _config_text(_following(text, start, j), j, config.group(1)))
+                settings.update({k: v for k, v in dump.items() if k not in settings})
+            version = _VLLM_VERSION.search(line)
+            if version:
+                settings.setdefault("engine_version", version.group(1))
     model = settings.get("model")
     if not isinstance(model, str) or not model:
         return None

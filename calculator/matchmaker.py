@@ -79,6 +79,12 @@ def _variant_ok(variant: Variant | None, gpu: GPU, engine: str) -> bool:
     return True
 
 
+# answers already computed in this process, keyed by the identity of the (immutable) model and variant
+# objects; an entry keeps them alive, so an id cannot be reused for another object while it is stored
+_ANSWERS: dict[tuple, tuple[ModelSpec, Variant | None, tuple[GpuOption, ...]]] = {}
+ANSWERS_KEPT = 256
+
+
 def gpus_for_model(
     model: ModelSpec,
     variant: Variant | None,
@@ -87,29 +93,70 @@ def gpus_for_model(
     kv_cache_dtype: str = "auto",
     limit: int = 12,
 ) -> list[GpuOption]:
+    """The ``limit`` best options: one card before several, then the least memory, then the lowest
+    price.  The catalogs do not change while a process runs, so a repeated question is answered from
+    the answers kept (the options are read-only: callers never change them)."""
+    key = (id(model), id(variant), context, engine, kv_cache_dtype, limit)
+    kept = _ANSWERS.get(key)
+    if kept is not None and kept[0] is model and kept[1] is variant:
+        return list(kept[2])
     want = context or min(derived_max_model_len(model), DEFAULT_CONTEXT)
-    options: list[GpuOption] = []
-    for gpu in gpus():
-        if not _engine_ok(gpu, engine) or not _variant_ok(variant, gpu, engine):
+    options = _scan(model, variant, want, engine, kv_cache_dtype, limit)
+    if len(_ANSWERS) >= ANSWERS_KEPT:
+        del _ANSWERS[next(iter(_ANSWERS))]  # the oldest
+    _ANSWERS[key] = (model, variant, tuple(options))
+    return options
+
+
+def _scan(
+    model: ModelSpec, variant: Variant | None, want: int, engine: EngineName, kv_cache_dtype: str, limit: int
+) -> list[GpuOption]:
+    """Single cards are tried first, least memory then lowest price first, so when ``limit`` of them
+    fit the scan stops there (a single card ranks before any multi-card option); otherwise every GPU
+    is tried at 2, 4 and 8 cards as well."""
+    usable = [g for g in gpus() if _engine_ok(g, engine) and _variant_ok(variant, g, engine)]
+    singles: list[GpuOption] = []
+    for gpu in sorted(usable, key=_memory_then_price):
+        result = _try(model, variant, gpu, 1, want, engine, kv_cache_dtype)
+        if result is not None:
+            singles.append(GpuOption(gpu, 1, result))
+            if len(singles) == limit:
+                return singles
+    options = list(singles)
+    single_ids = {o.gpu.id for o in singles}
+    for gpu in usable:
+        if gpu.id in single_ids or gpu.unified_memory:
             continue
-        kv = kv_cache_dtype if (kv_cache_dtype == "auto" or gpu.fp8_kv_cache) else "auto"
-        for n in COUNTS:
-            if gpu.unified_memory and n > 1:
-                break
+        for n in COUNTS[1:]:
             if engine in ("vllm", "sglang") and model.num_attention_heads % n:
                 continue
-            req = VramRequest(
-                model=model.id, gpu=gpu.id, gpus=n, engine=engine, max_model_len=want, kv_cache_dtype=kv
-            )
-            result = estimate_for(model, variant, gpu, req, hardware=False)
-            if result.fits:
+            result = _try(model, variant, gpu, n, want, engine, kv_cache_dtype)
+            if result is not None:
                 options.append(GpuOption(gpu, n, result))
                 break
-    # one card before several, then the least memory, then the lowest price
     options.sort(
-        key=lambda o: (o.count > 1, o.total_gib, o.price_usd if o.price_usd is not None else float("inf"))
+        key=lambda o: (o.count > 1, o.total_gib, o.price_usd if o.price_usd is not None else _NO_PRICE)
     )
     return options[:limit]
+
+
+_NO_PRICE = float("inf")
+
+
+def _memory_then_price(gpu: GPU) -> tuple[float, float]:
+    return gpu.total_gib, gpu.price.usd if gpu.price else _NO_PRICE
+
+
+def _try(
+    model: ModelSpec, variant: Variant | None, gpu: GPU, n: int, want: int, engine: EngineName, kv_dtype: str
+) -> VramResult | None:
+    """The result on ``n`` of this GPU when the context fits, else None."""
+    kv = kv_dtype if (kv_dtype == "auto" or gpu.fp8_kv_cache) else "auto"
+    req = VramRequest(
+        model=model.id, gpu=gpu.id, gpus=n, engine=engine, max_model_len=want, kv_cache_dtype=kv
+    )
+    result = estimate_for(model, variant, gpu, req, hardware=False)
+    return result if result.fits else None
 
 
 def _candidates(model: ModelSpec, engine: str) -> list[Variant | None]:

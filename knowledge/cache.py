@@ -26,6 +26,7 @@ T = TypeVar("T")
 
 ENV = "GPU_GARDEN_CACHE_DIR"
 OFF = ("", "0", "off", "none", "false")
+KEPT_PER_KIND = 4  # entries of one kind (the knowledge base, a catalog) kept, the newest first
 
 
 def cache_dir() -> Path | None:
@@ -47,11 +48,18 @@ def code_digest(*paths: Path) -> bytes:
     return h.digest()
 
 
-def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"") -> str:
-    """A digest of the sources (name and bytes), the validating code and the interpreter."""
-    import pydantic
+def content_key(
+    kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"", validator: bool = True
+) -> str:
+    """A digest of the sources (name and bytes), the validating code and the interpreter; with
+    ``validator`` (entries that hold pydantic objects), pydantic's version too.  An entry of plain
+    values passes False, so reading it back imports no pydantic."""
+    version = ""
+    if validator:
+        import pydantic
 
-    h = hashlib.sha256(f"{kind}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+        version = pydantic.VERSION
+    h = hashlib.sha256(f"{kind}\0{sys.version}\0{version}\0".encode())
     h.update(code)
     for name, data in sources:
         h.update(f"\0{name}\0{len(data)}\0".encode())
@@ -67,6 +75,13 @@ def _trusted(folder: Path) -> bool:
     if not stat.S_ISDIR(st.st_mode) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return False
     return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _read(path: Path) -> object | None:
@@ -93,9 +108,11 @@ def _write(folder: Path, name: str, value: object) -> None:
             os.unlink(tmp)
             raise
         kind = name.partition(".")[0]
-        for old in folder.glob(f"{kind}.*"):  # entries for content that has since changed
-            if old.name != name:
-                old.unlink(missing_ok=True)
+        # entries for content that has since changed: the newest few are kept (two checkouts of
+        # different versions sharing one folder would otherwise evict each other's on every start)
+        older = sorted((p for p in folder.glob(f"{kind}.*") if p.name != name), key=_mtime, reverse=True)
+        for old in older[KEPT_PER_KIND - 1 :]:
+            old.unlink(missing_ok=True)
     except Exception:  # read-only or full disk, unpicklable value: run without a cache
         return
 

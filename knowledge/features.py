@@ -11,12 +11,12 @@ from functools import cache
 from pathlib import Path
 
 import re2
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from knowledge.cache import cached, code_digest, content_key
 
 Version = tuple[int, int, int]
 _FILE = Path(__file__).with_name("features.yaml")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_version(text: str | None) -> Version | None:
@@ -97,9 +97,20 @@ class FeatureFile(_Strict):
     quant_min_capability: list[QuantMinimum] = []
 
 
+def _parse(data: bytes) -> FeatureFile:
+    import yaml  # only on a cache miss
+
+    return FeatureFile.model_validate(yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+_CODE = code_digest(Path(__file__).resolve())
+
+
 @cache
 def feature_table() -> FeatureFile:
-    return FeatureFile.model_validate(yaml.load(_FILE.read_text(encoding="utf-8"), Loader=_Loader))
+    """The validated table, read back from the validated-data cache when the file is unchanged."""
+    data = _FILE.read_bytes()
+    return cached(content_key("features", [(_FILE.name, data)], _CODE), lambda: _parse(data), FeatureFile)
 
 
 @cache

@@ -7,13 +7,12 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from knowledge.cache import cached, code_digest, content_key
 from knowledge.features import feature
 
 _FILE = Path(__file__).with_name("levers.yaml")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 Knob = Literal[
     "max_len", "kv_dtype", "util", "eager", "cudagraph_estimate", "tp", "pp", "max_seqs",
@@ -67,9 +66,23 @@ class LeverFile(_Strict):
         return self
 
 
+def _parse(data: bytes) -> LeverFile:
+    import yaml  # only on a cache miss
+
+    return LeverFile.model_validate(yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+# the levers are checked against the feature table: its file and code are part of the key
+_FEATURES = Path(__file__).with_name("features.yaml")
+_CODE = code_digest(Path(__file__).resolve(), Path(__file__).with_name("features.py"))
+
+
 @cache
 def levers() -> LeverFile:
-    return LeverFile.model_validate(yaml.load(_FILE.read_text(encoding="utf-8"), Loader=_Loader))
+    """The validated catalog, read back from the validated-data cache when the files are unchanged."""
+    data = _FILE.read_bytes()
+    sources = [(_FILE.name, data), (_FEATURES.name, _FEATURES.read_bytes())]
+    return cached(content_key("levers", sources, _CODE), lambda: _parse(data), LeverFile)
 
 
 @cache

@@ -12,13 +12,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from knowledge.cache import cached, code_digest, content_key
 from knowledge.schema import ContextRule, Signature, SignatureFile
-
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class KnowledgeError(ValueError):
@@ -58,8 +55,10 @@ def _describe(exc: ValidationError, data: object) -> str:
 
 
 def parse_file(text: str, origin: str) -> SignatureFile:
+    import yaml  # only when a file is parsed (a cache miss or a pack being tested)
+
     try:
-        data = yaml.load(text, Loader=YAML_LOADER)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise KnowledgeError(f"{origin}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):

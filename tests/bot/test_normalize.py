@@ -34,7 +34,13 @@ def _walk(parsed):
             yield from _walk(av)
 
 
-PY_PATTERNS = [*N.PREFIX_PATTERNS, N._PREFIX_M.pattern, N._IDENT.pattern, N._NUMBERED.pattern]
+PY_PATTERNS = [
+    *N.PREFIX_PATTERNS,
+    N._PREFIX_M.pattern,
+    N._IDENT.pattern,
+    N._NUMBERED.pattern,
+    N._RECORD_START.pattern,
+]
 
 
 @pytest.mark.parametrize("pattern", PY_PATTERNS)
@@ -280,3 +286,89 @@ def test_line_offsets_in_non_ascii_text():
 def test_surrogates_and_invisible_characters_in_non_ascii_text():
     assert N.clean_text("a\u200bb\ud800c é") == "ab\ufffdc é"
     assert N.clean_text("x\r\ny\rz\tw") == "x\ny\nz    w"
+
+
+def _record_start_reference(line: str) -> bool:
+    """is_record_start as it was written before it became one regex: the definition."""
+    if line[0] in N._RECORD_CHARS or line.startswith(N._RECORD_WORDS):
+        return True
+    m = N._IDENT.match(line)
+    if m is not None:
+        word, after = m.group(), line[m.end() : m.end() + 2]
+        if word.endswith(("Error", "Exception", "Warning", "Exit")):
+            return True
+        if (after == ": " and word.islower()) or after[:1] == "=":
+            return True
+    return N._NUMBERED.match(line) is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: x", "Error", "MyException", "_Exit(1)", "SomeWarnings", "ErrorX: y", "foo: bar",
+        "Foo: bar", "foo1: x", "_: x", "__x__: y", "1.2: x", "x=1", "X.y=2", "12. item", "1234. no",
+        "  indented", "\tx", "-flag", "[x]", "(x)", "|x", "`x`", "$ cmd", "# c", "> q", "* b",
+        "INFO x", "WARNING x", "Traceback (most", 'File "a"', "plain words", "é: x", "a.b.c: d",
+        "a.Error", "Error.a", "fooBar: x", "e", "0", "9. x",
+    ],
+)  # fmt: skip
+def test_record_start_regex_matches_its_definition(line):
+    assert N.is_record_start(line) is _record_start_reference(line)
+
+
+def test_record_start_regex_on_random_lines():
+    import random
+
+    rng = random.Random(16)
+    pieces = [
+        "Error",
+        "Exception",
+        "Warning",
+        "Exit",
+        "foo",
+        "Foo",
+        "_",
+        "a.b",
+        "1",
+        "12. ",
+        ": ",
+        "=",
+        ":",
+        " ",
+    ]
+    for _ in range(20000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
+        assert N.is_record_start(line) is _record_start_reference(line), line
+
+
+def _cloudwatch_reference(text: str) -> str:
+    """The CloudWatch pass as it was written before it skipped unstamped lines: the definition."""
+    from itertools import pairwise
+
+    from bot.unwrap import _CW_ANY, _CW_STAMP
+
+    lines = text.split("\n")
+    if _CW_ANY.search(text) is None or len(lines) < 2:
+        return text
+    kept, dropped = [lines[0]], 0
+    for prev, line in pairwise(lines):
+        stamp = _CW_STAMP.match(prev)
+        if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
+            dropped += 1
+            continue
+        kept.append(line)
+    return "\n".join(kept) if dropped else text
+
+
+def test_cloudwatch_pass_matches_its_definition_on_random_copies():
+    import random
+
+    from bot.unwrap import cloudwatch_duplicates
+
+    rng = random.Random(16)
+    stamps = ["2025-05-02T10:11:12.345Z    ", "2025-05-02T10:11:12+02:00 ", "1234 ", "2025-05-02 ", ""]
+    messages = ["KV cache full", "  KV cache full  ", "", "12. item", "1234-", "INFO x"]
+    for _ in range(3000):
+        lines = [rng.choice(stamps) + rng.choice(messages) for _ in range(rng.randint(1, 8))]
+        text = "\n".join(lines)
+        assert cloudwatch_duplicates(text) == _cloudwatch_reference(text), text

@@ -36,3 +36,13 @@ def test_a_failed_set_pass_falls_back_to_every_pattern() -> None:
     assert det.bank.scan(normalize(OOM)) == [None]
     assert [f.signature for f in det.detect(OOM).findings] == expected
     assert expected[0] == "pytorch.cuda_oom_short.v0"
+
+
+def test_patterns_compile_on_first_use_only() -> None:
+    det = Detector(load_builtin())
+    lazy = det.bank.compiled
+    assert len(lazy) > 100 and all(c is None for c in lazy._compiled)
+    det.detect(OOM)
+    compiled = sum(c is not None for c in lazy._compiled)
+    assert 0 < compiled < len(lazy) // 4  # the Set's hits and the context rules' hits, not every pattern
+    assert lazy[0] is lazy[0] and lazy[0].pattern == lazy._sources[0]

@@ -65,3 +65,29 @@ def test_bad_value_names_setting_not_secret(monkeypatch):
     with pytest.raises(SettingsError) as err:
         load_settings()
     assert "user_per_minute" in str(err.value) and "tok-ABCDEF" not in str(err.value)
+
+
+def test_flags_alone_skip_the_sources_and_give_the_same_settings(monkeypatch):
+    from bot.settings import SettingsFields, only_flags, settings_class
+
+    monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
+    flags = {"database": "/x/bot.sqlite3", "knowledge_dir": "/packs", "hub_lookup": False}
+    assert only_flags()
+    fast = load_settings(**flags)
+    assert type(fast) is SettingsFields
+    assert fast.model_dump() == settings_class()(**flags).model_dump()
+    assert str(fast.hub_cache_dir) == "/x/hub-cache" and fast.hub_lookup is False
+
+
+def test_any_variable_or_env_file_reads_every_source(monkeypatch, tmp_path):
+    from bot.settings import only_flags, settings_class
+
+    monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
+    monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", "/from/env")
+    assert not only_flags()
+    s = load_settings()
+    assert type(s) is settings_class() and str(s.knowledge_dir) == "/from/env"
+    monkeypatch.delenv("GPU_GARDEN_KNOWLEDGE_DIR")
+    (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=4096\n")
+    assert not only_flags()
+    assert load_settings().limits.paste_max_bytes == 4096

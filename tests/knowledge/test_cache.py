@@ -41,15 +41,17 @@ def test_second_load_of_same_content_is_a_hit(tmp_path, monkeypatch):
     assert calls == [1]
 
 
-def test_changed_content_rebuilds_and_drops_the_old_entry(tmp_path, monkeypatch):
+def test_changed_content_rebuilds_and_keeps_only_the_newest_entries(tmp_path, monkeypatch):
     folder = tmp_path / "c"
     monkeypatch.setenv(C.ENV, str(folder))
-    old = C.content_key("t", [("a.yaml", b"x: 1")])
-    new = C.content_key("t", [("a.yaml", b"x: 2")])
-    assert old != new
-    C.cached(old, lambda: ("old",), tuple)
-    assert C.cached(new, lambda: ("new",), tuple) == ("new",)
-    assert sorted(p.name for p in folder.iterdir()) == [new]
+    keys = [C.content_key("t", [("a.yaml", f"x: {i}".encode())]) for i in range(C.KEPT_PER_KIND + 2)]
+    assert len(set(keys)) == len(keys)
+    for i, key in enumerate(keys):
+        assert C.cached(key, lambda i=i: (i,), tuple) == (i,)
+        os.utime(folder / key, (1000 + i, 1000 + i))  # written one after the other
+    assert sorted(p.name for p in folder.iterdir()) == sorted(keys[-C.KEPT_PER_KIND :])
+    # a checkout of the previous content, sharing the folder, still reads its entry
+    assert C.cached(keys[-2], lambda: ("rebuilt",), tuple) == (len(keys) - 2,)
 
 
 def test_read_only_folder_builds_without_cache(tmp_path, monkeypatch):
@@ -101,3 +103,40 @@ def test_pack_edit_is_seen(tmp_path, monkeypatch, cache_on):
     second = load_with_extra(packs)
     assert second.by_id("cache-test-pack") is None
     assert second.by_id("cache-test-renamed") is not None
+
+
+def test_levers_and_features_read_back_equal_a_fresh_parse(tmp_path, monkeypatch):
+    from knowledge import features, levers
+
+    monkeypatch.setenv(C.ENV, str(tmp_path / "c"))
+    fresh_features = features._parse(features._FILE.read_bytes())
+    fresh_levers = levers._parse(levers._FILE.read_bytes())
+    for loader in (features.feature_table, levers.levers):
+        loader.cache_clear()
+    try:
+        assert features.feature_table() == fresh_features  # built and stored
+        assert levers.levers() == fresh_levers
+        features.feature_table.cache_clear()
+        levers.levers.cache_clear()
+        assert features.feature_table() == fresh_features  # read back
+        assert levers.levers() == fresh_levers
+    finally:
+        features.feature_table.cache_clear()
+        levers.levers.cache_clear()
+    names = sorted(p.name.partition(".")[0] for p in (tmp_path / "c").iterdir())
+    assert names == ["features", "levers"]
+
+
+def test_a_fresh_triage_process_parses_no_yaml():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from bot.core import GardenBot, Paste\n"
+        "GardenBot().triage(Paste('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.', False, []))\n"
+        "print('yaml' in sys.modules)\n"
+    )
+    for _ in range(2):  # the first run may fill the cache
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
