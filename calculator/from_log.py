@@ -305,7 +305,9 @@ def _lines_with(text: str, *literals: str) -> list[str]:
 
 def _read_llamacpp(text: str) -> LogModel | None:
     meta = _gguf_lines(_lines_with(text, "llama_model_loader: "))
-    printed = _print_lines(_lines_with(text, "print_info", "llm_load_print_meta"))
+    printed = _print_lines(
+        _lines_with(text, "print_info", "llm_load_print_meta", "llama_model_load_internal")
+    )
     ollama = next((m for m in map(_OLLAMA.search, _lines_with(text, 'msg="" architecture=')) if m), None)
     kv = _kv_settings(_lines_with(text, "kv_size = ", "KV self size", "llama_kv_cache"))
     if not meta and not printed and not ollama and not kv:
