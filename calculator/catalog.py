@@ -114,6 +114,27 @@ class MLA(_Strict):
     qk_rope_head_dim: int
 
 
+class VisionTower(_Strict):
+    """A multimodal model's vision encoder: ``vision_config`` of config.json plus the image processor's
+    pixel cap (preprocessor_config.json), what vLLM's profiling run sizes its dummy images by."""
+
+    depth: int = Field(gt=0)
+    hidden_size: int = Field(gt=0, description="the tower's width (Qwen2-VL: embed_dim)")
+    intermediate_size: int = Field(gt=0, description="the MLP's inner width")
+    gated_mlp: bool = Field(description="gate and up projections (SwiGLU) rather than fc1 -> act")
+    num_heads: int = Field(gt=0)
+    patch_size: int = Field(gt=0)
+    spatial_merge_size: int = Field(gt=0)
+    temporal_patch_size: int = Field(default=2, gt=0)
+    in_channels: int = Field(default=3, gt=0)
+    out_hidden_size: int = Field(gt=0, description="the width of the embeddings handed to the decoder")
+    deepstack_layers: int = Field(default=0, ge=0, description="extra feature levels kept (Qwen3-VL)")
+    window_size: int | None = Field(default=None, description="windowed attention span in pixels")
+    max_pixels: int = Field(gt=0, description="the image processor's pixel cap")
+    video: bool = Field(default=True, description="the model takes videos (profiled as a modality)")
+    source: str
+
+
 class RopeScaling(_Strict):
     type: str
     factor: float | None = None
@@ -178,6 +199,7 @@ class ModelSpec(_Strict):
     )
     mla: MLA | None = None
     multimodal: bool = False
+    vision: VisionTower | None = Field(default=None, description="multimodal: the vision encoder")
     variants: list[Variant] = []
     aliases: list[str] = []
 
@@ -320,6 +342,7 @@ __all__ = [
     "ModelSpec",
     "QuantFormat",
     "Variant",
+    "VisionTower",
     "gpus",
     "models",
     "quant_formats",

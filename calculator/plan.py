@@ -52,6 +52,9 @@ class Plan:
     flash_attn: bool = True
     kv_offload: bool = True  # llama.cpp: False = -nkvo (KV in host RAM)
     cpu_moe: bool = False
+    mm_images: int | None = None  # vLLM --limit-mm-per-prompt image=N; None: the engine default
+    mm_videos: int | None = None  # vLLM --limit-mm-per-prompt video=N
+    mm_max_pixels: int | None = None  # vLLM --mm-processor-kwargs '{"max_pixels": N}'
 
     def with_(self, **changes: Any) -> Plan:
         return replace(self, **changes)

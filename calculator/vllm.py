@@ -23,6 +23,7 @@ from calculator.versions import (
     vllm_subtracts_cudagraph_estimate,
     vllm_yarn_scales_max_len,
 )
+from calculator.vllm_mm import MmSettings, held_gib, v0_profile, v1_profile, vision_peak_gib
 
 # Budget constants, each with its unit and source (or the logs it was fitted on) in
 # data/engine_constants.yaml; tests/calculator/test_engine_constants.py replays those logs.
@@ -169,16 +170,40 @@ def v0_chunks_long_context(model: ModelSpec, max_model_len: int, version: tuple[
     return plain and not model.multimodal and model.mla is None
 
 
-def estimate_activation_gib(
-    model: ModelSpec, batched_tokens: int, num_seqs: int, tp: int, v0: bool = False
-) -> float:
-    """Profiled activation peak: a forward pass of ``batched_tokens`` plus (V1) a dummy sampler run."""
+def _text_pass_gib(model: ModelSpec, tokens: int, num_seqs: int, tp: int, v0: bool) -> float:
     inter = model.intermediate_size or 4 * model.hidden_size
     if model.is_moe and model.moe_intermediate_size:
         inter = model.moe_intermediate_size * (model.experts_per_token or 8)
     per_token = ACTIVATION_FACTOR * inter * model.dtype_bytes / max(1, tp)
-    sampler = 0 if v0 else min(num_seqs, batched_tokens) * model.vocab_size * 4 * SAMPLER_TEMPORARIES
-    return (batched_tokens * per_token + sampler) / GIB
+    sampler = 0 if v0 else min(num_seqs, tokens) * model.vocab_size * 4 * SAMPLER_TEMPORARIES
+    return (tokens * per_token + sampler) / GIB
+
+
+def estimate_activation_gib(
+    model: ModelSpec,
+    batched_tokens: int,
+    num_seqs: int,
+    tp: int,
+    v0: bool = False,
+    mm: MmSettings | None = None,
+    max_len: int | None = None,
+) -> float:
+    """Profiled activation peak: a forward pass of ``batched_tokens`` plus (V1) a dummy sampler run.
+
+    A model with a known vision tower profiles its dummy images and videos too (calculator/vllm_mm.py):
+    V0 runs the text pass over every placeholder token, V1 encodes a batch of the largest items
+    first; either way the float32 pixel values and the encoder outputs stay allocated, and the peak
+    is the larger of the text pass and one vision block over the largest encoder call."""
+    settings = mm or MmSettings()
+    if model.vision is None:
+        return _text_pass_gib(model, batched_tokens, num_seqs, tp, v0)
+    if v0:
+        prof = v0_profile(model, batched_tokens, num_seqs, max_len or batched_tokens, settings)
+    else:
+        prof = v1_profile(model, batched_tokens, num_seqs, settings)
+    assert prof is not None
+    text = _text_pass_gib(model, prof.text_tokens, num_seqs, tp, v0)
+    return max(text, vision_peak_gib(model, prof.patches, tp)) + held_gib(model, prof)
 
 
 def estimate_cudagraph_gib(model: ModelSpec, tp: int, pp: int) -> float:
@@ -471,20 +496,24 @@ class VllmEstimate:
         return Term("non-torch", NON_TORCH_GIB_SINGLE + extra, "estimated")
 
     def activation(self, plan: Plan) -> Term | None:
-        seqs, batched = self.batching(plan)
-        if self.obs.activation_gib is not None:
-            seqs0, batched0 = self.batching(self.plan0)
-            if (seqs, batched, plan.tp) == (seqs0, batched0, self.plan0.tp) or self.model is None:
-                return Term("activations", self.obs.activation_gib.value, self.obs.activation_gib.source)
-            ratio = estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0) / max(
-                1e-9, estimate_activation_gib(self.model, batched0, seqs0, self.plan0.tp, self.v0)
-            )
-            return Term("activations", self.obs.activation_gib.value * ratio, "estimated")
+        """The logged peak for the plan in force; another plan scales it by the modelled change."""
         if self.model is None:
-            return None
-        return Term(
-            "activations", estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0), "estimated"
-        )
+            if self.obs.activation_gib is None:
+                return None
+            return Term("activations", self.obs.activation_gib.value, self.obs.activation_gib.source)
+        now = self._activation_gib(plan)
+        if self.obs.activation_gib is None:
+            return Term("activations", now, "estimated")
+        then = self._activation_gib(self.plan0)
+        if now == then:
+            return Term("activations", self.obs.activation_gib.value, self.obs.activation_gib.source)
+        return Term("activations", self.obs.activation_gib.value * now / max(1e-9, then), "estimated")
+
+    def _activation_gib(self, plan: Plan) -> float:
+        assert self.model is not None
+        seqs, batched = self.batching(plan)
+        mm = MmSettings(plan.mm_images, plan.mm_videos, plan.mm_max_pixels)
+        return estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0, mm, self.max_len(plan))
 
     def graphs_in_budget(self, plan: Plan) -> bool:
         return vllm_subtracts_cudagraph_estimate(self.version) and not plan.eager and plan.cudagraph_estimate
