@@ -137,7 +137,7 @@ def request_too_long(situation: Situation) -> Reply:
         # a prompt-only limit (vLLM V0's min(max_model_len, max_num_batched_tokens)) leaves max_tokens out
         bound = "prompt_tokens" if p.get("prompt_limit") else "prompt_tokens + max_tokens"
         room = "" if p.get("prompt_limit") else ", and the answer needs room too"
-        fixes.append(Fix("any", "send a shorter prompt", f"{bound} <= {int(limit)}",
+        fixes.append(Fix("any", f"send a shorter prompt: `{bound} <= {int(limit)}`", "",
                          f"the prompt is {fmt_tokens(prompt)} tokens, {fmt_tokens(int(prompt) - int(limit))} over the {fmt_tokens(limit)} the server takes{room}",
                          "drop older turns or split the document", 1, {"kind": "request", "max_prompt_tokens": int(limit)}))  # fmt: skip
     budget = budget_for(situation)
