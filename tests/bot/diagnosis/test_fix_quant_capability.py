@@ -6,13 +6,7 @@ from __future__ import annotations
 
 from bot.detector import detect
 from bot.diagnosis import diagnose
-from bot.reply import Fix
-
-
-def _fixes(text: str) -> list[Fix]:
-    reply = diagnose(detect(text))
-    assert reply is not None
-    return sorted(reply.fixes, key=lambda f: f.rank)
+from tests.bot.diagnosis.helpers import ranked_fixes
 
 
 def test_gptq_marlin_on_turing_uses_the_gptq_kernel():
@@ -21,7 +15,7 @@ def test_gptq_marlin_on_turing_uses_the_gptq_kernel():
         "ValueError: The quantization method gptq_marlin is not supported for the current GPU. "
         "Minimum capability: 80. Current capability: 75."
     )
-    fix = _fixes(text)[0]
+    fix = ranked_fixes(text)[0]
     assert fix.command == "vllm serve TheBloke/Llama-2-13B-GPTQ --quantization gptq"
     assert fix.verification["min_capability"] == 6.0
 
@@ -31,7 +25,7 @@ def test_fp8_on_ampere_with_an_old_minimum_points_at_the_release_that_runs_it():
         "ValueError: The quantization method fp8 is not supported for the current GPU. "
         "Minimum capability: 90. Current capability: 86"
     )
-    assert _fixes(text)[0].command == 'pip install -U "vllm>=0.11.0"'
+    assert ranked_fixes(text)[0].command == 'pip install -U "vllm>=0.11.0"'
 
 
 def test_awq_on_volta_searches_the_hub_for_a_gptq_checkpoint_of_the_named_model():
@@ -40,7 +34,7 @@ def test_awq_on_volta_searches_the_hub_for_a_gptq_checkpoint_of_the_named_model(
         "The quantization method awq is not supported for the current GPU. Minimum capability: 75. "
         "Current capability: 70."
     )
-    fix = _fixes(text)[0]
+    fix = ranked_fixes(text)[0]
     assert fix.command == (
         'python -c "from huggingface_hub import list_models; '
         "print(*[m.id for m in list_models(search='Mistral-7B-Instruct-v0.2', limit=500) "
