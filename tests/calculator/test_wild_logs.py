@@ -310,3 +310,14 @@ def test_bot_reads_v1_from_wording_once_prefixes_are_stripped(record_id):
     s = read(found, found.root)
     assert s.version == (0, 8, 0)  # V1's KV wording or source paths: V1 is the default from 0.8.0
     assert s.version_src.value == ">=0.8.0"
+
+
+def test_vram_loads_mxfp4_moe_with_the_marlin_padding_a_paste_budget_uses():
+    """`/vram gpu:h100 model:gpt-oss-120b` answers with what vLLM loads on Hopper (vllm#23278 logged
+    "Model loading took 65.9651 GiB"), not the 60.8 GiB checkpoint; native FP4 (B200) loads the file."""
+    from calculator.estimate import VramRequest, estimate
+
+    hopper = estimate(VramRequest(model="openai/gpt-oss-120b", gpu="h100 sxm"))
+    blackwell = estimate(VramRequest(model="openai/gpt-oss-120b", gpu="b200"))
+    assert round(hopper.weights_gib, 2) == 65.92
+    assert round(blackwell.weights_gib, 2) == 60.80
