@@ -17,7 +17,7 @@ from bot.shell import Command, find_command
 from calculator.catalog import GPU
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
-from knowledge.features import Version, fork_of, parse_version, version_hints
+from knowledge.features import Version, engine_mode, fork_of, parse_version, version_hints
 
 # flag spellings per engine setting: (setting, engine, spellings); the first spelling is written
 SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -107,6 +107,7 @@ class Situation:
     text: str
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    engine_mode: str | None = None  # vLLM "v0" / "v1" when a marker proves it (knowledge/features.yaml)
 
     @property
     def interface(self) -> str:
@@ -130,7 +131,7 @@ def _version(
     v = parse_version(str(printed)) if printed else None
     if v is not None:
         return v, Sourced(str(printed), "log", "printed in your log")
-    for marker in version_hints(engine, text):
+    for marker in (m for m in version_hints(engine, text) if m.since or m.until):
         bound = marker.since or marker.until
         op = ">=" if marker.since else "<"
         v = parse_version(marker.since) if marker.since else _before(parse_version(marker.until))
@@ -322,6 +323,7 @@ def read(detection: Detection, root: Finding) -> Situation:
         text=text,
         notes=notes,
         findings=list(detection.findings),
+        engine_mode=engine_mode(engine, text),
     )
 
 

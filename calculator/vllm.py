@@ -156,12 +156,14 @@ def mxfp4_marlin_padding_bytes(
     return int(extra * model.num_experts * model.num_hidden_layers * max(1, tp) * MXFP4_BITS / 8)
 
 
-def v0_chunks_long_context(model: ModelSpec, max_model_len: int, version: tuple[int, int, int]) -> bool:
+def v0_chunks_long_context(
+    model: ModelSpec, max_model_len: int, version: tuple[int, int, int], v0: bool | None = None
+) -> bool:
     """V0 turns chunked prefill on by itself above 32K tokens, so it profiles a 512-token chunk instead
     of a max_model_len prefill; not for multimodal, MLA, sliding-window or recurrent models
     (vllm engine/arg_utils.py, use_long_context = max_model_len > 32768, 0.6-0.8)."""
     if (
-        not vllm_is_v0(version)
+        not (vllm_is_v0(version) if v0 is None else v0)
         or version < V0_LONG_CONTEXT_CHUNKED_FROM
         or max_model_len <= V0_LONG_CONTEXT_LEN
     ):
@@ -450,10 +452,11 @@ class VllmEstimate:
     model: ModelSpec | None = None
     weight_bytes: int | None = None  # the whole checkpoint
     gpu_id: str = ""
+    engine_v0: bool | None = None  # the paste ran the V0 engine (VLLM_USE_V1=0 on 0.8-0.10), else by version
 
     @property
     def v0(self) -> bool:
-        return vllm_is_v0(self.version)
+        return self.engine_v0 if self.engine_v0 is not None else vllm_is_v0(self.version)
 
     def default_util(self) -> float:
         return vllm_default_utilization(self.version)
@@ -468,7 +471,7 @@ class VllmEstimate:
 
     def batching(self, plan: Plan) -> tuple[int, int]:
         max_len = self.max_len(plan) or V0_MIN_BATCHED_TOKENS
-        if self.model is not None and v0_chunks_long_context(self.model, max_len, self.version):
+        if self.model is not None and v0_chunks_long_context(self.model, max_len, self.version, self.v0):
             return plan.max_seqs or V0_MAX_NUM_SEQS, plan.batched_tokens or V0_CHUNKED_BATCHED_TOKENS
         seqs_d, tokens_d = default_batching(
             self.total() or UNKNOWN_TOTAL_GIB,

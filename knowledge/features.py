@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -66,6 +67,7 @@ class Marker(_Strict):
     pattern: str
     since: str | None = None
     until: str | None = None
+    mode: Literal["v0", "v1"] | None = None  # the engine generation the marker proves (vLLM V0 / V1)
     how: str
     source: str
 
@@ -142,6 +144,11 @@ def _compiled_markers() -> list[tuple[Marker, re2._Regexp]]:
 def version_hints(engine: str, text: str) -> list[Marker]:
     """Markers of ``engine`` that match the paste."""
     return [m for m, rx in _compiled_markers() if m.engine == engine and rx.search(text)]
+
+
+def engine_mode(engine: str, text: str) -> str | None:
+    """The engine generation a marker proves (vLLM ``v0`` / ``v1``), whatever the version says."""
+    return next((m.mode for m in version_hints(engine, text) if m.mode), None)
 
 
 def fork_of(engine: str, text: str) -> str | None:

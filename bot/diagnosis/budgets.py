@@ -123,7 +123,8 @@ def _vllm(situation: Situation, plan0: Plan) -> VllmEstimate:
         cc, quant = float(gpu.compute_capability), variant.quant if variant else None
         weights += mxfp4_marlin_padding_bytes(model, quant, cc, plan0.tp)
     gpu_id = gpu.id if gpu else ""
-    return VllmEstimate(vllm_version(situation), plan0, obs, model, weights, gpu_id)
+    v0 = {"v0": True, "v1": False}.get(situation.engine_mode or "")
+    return VllmEstimate(vllm_version(situation), plan0, obs, model, weights, gpu_id, engine_v0=v0)
 
 
 def gguf_weights(situation: Situation) -> int | None:
