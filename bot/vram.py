@@ -12,6 +12,7 @@ from typing import TypedDict
 import re2
 from pydantic import ValidationError
 
+from bot.formatter import ENGINE_LABEL
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
@@ -188,7 +189,7 @@ def _whole(named: dict[str, str], key: str) -> int:
 
 def vram_reply(result: VramResult) -> Reply:
     label = result.variant or result.model
-    engine = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang"}[result.engine]
+    engine = ENGINE_LABEL[result.engine]
     gpus = f"{result.gpus}x " if result.gpus > 1 else ""
     where = f"{label} on {gpus}{result.gpu_name} ({engine})"
     if result.fits:
@@ -334,7 +335,7 @@ def match_gpus_reply(fields: RequestFields, lookup: ModelLookup = catalog_lookup
     best = options[0]
     return Reply(
         kind="match",
-        title=f"GPUs that serve {label} at {fmt_tokens(want)} tokens ({_ENGINE[engine]})",
+        title=f"GPUs that serve {label} at {fmt_tokens(want)} tokens ({ENGINE_LABEL[engine]})",
         summary="Single cards first, then multi-GPU setups, least memory first.",
         sections=[Section("Options", body="\n".join(lines))],
         fixes=[Fix(engine, f"on {best.gpu.name}", best.result.command, "the first option above", rank=0)],
@@ -360,7 +361,9 @@ def match_models_reply(fields: RequestFields) -> Reply:
     options = models_for_gpu(gpu, count=count, context=fields.get("max_model_len"), engine=engine)
     setup = f"{count}x {gpu.name}" if count > 1 else gpu.name
     if not options:
-        return Reply(kind="match", title=f"No catalog model fits {setup} ({_ENGINE[engine]})", summary=USAGE)
+        return Reply(
+            kind="match", title=f"No catalog model fits {setup} ({ENGINE_LABEL[engine]})", summary=USAGE
+        )
     lines = [
         f"- {o.variant.id if o.variant else o.model.id} ({o.model.params_b:g}B): context up to "
         f"{fmt_tokens(o.result.max_model_len_fit)}, weights {o.result.weights_gib:.1f} GiB per GPU"
@@ -368,7 +371,7 @@ def match_models_reply(fields: RequestFields) -> Reply:
     ]
     return Reply(
         kind="match",
-        title=f"Models that fit {setup} ({_ENGINE[engine]})",
+        title=f"Models that fit {setup} ({ENGINE_LABEL[engine]})",
         summary="Biggest models first, each with the highest-precision checkpoint that fits.",
         sections=[Section("Options", body="\n".join(lines))],
         data={
@@ -382,6 +385,3 @@ def match_models_reply(fields: RequestFields) -> Reply:
             ]
         },
     )
-
-
-_ENGINE = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang"}

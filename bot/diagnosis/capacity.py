@@ -8,6 +8,7 @@ numbers; every fix is a plan recomputed on the engine's budget.
 from __future__ import annotations
 
 from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.commands import user_command
 from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
@@ -20,6 +21,7 @@ from bot.diagnosis.parts import (
     self_fit_fixes,
     setup_facts,
 )
+from bot.formatter import ENGINE_LABEL
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens
@@ -27,11 +29,9 @@ from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
 from knowledge.levers import lever
 
-ENGINE_NAME = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI"}
-
 
 def _name(engine: str) -> str:
-    return ENGINE_NAME.get(engine, engine)
+    return ENGINE_LABEL.get(engine, engine)
 
 
 def _wanted(situation: Situation, plan_len: int | None) -> int | None:
@@ -91,8 +91,6 @@ def _doubled_blocks(situation: Situation) -> list[Fix]:
     current = situation.command.flag("--kv-cache-dtype") if situation.command else None
     if not available(lev, "vllm", situation) or (current or "auto").startswith("fp8"):
         return []
-    from bot.diagnosis.commands import user_command
-
     command = user_command(situation, "vllm", {"--kv-cache-dtype": "fp8"})
     return [Fix("vllm", lev.change, command, f"twice the KV blocks: the cache already held at least the {fmt_tokens(prompt)} tokens less its 1 % watermark" + ("" if situation.gpus.gpu else " (fp8 KV needs an Ada, Hopper or Blackwell GPU, or an MI300)"),
                 lev.cost, 1, {"kind": "doubled cache", "serves": int(prompt), "needs": "vLLM 0.4.2 or newer"})]  # fmt: skip
@@ -177,8 +175,6 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
     """A longer context the engine itself makes fit, when the paste's numbers cannot size it: llama.cpp
     ``-c N --fit on`` (b7407+: layers move to the CPU so the context fits), Ollama ``OLLAMA_CONTEXT_LENGTH``
     (v0.30+ hands the layer placement to llama.cpp's --fit)."""
-    from bot.diagnosis.commands import user_command
-
     engine, version, fork = situation.engine, situation.version, situation.fork
     check = {"kind": "auto-fit", "starts": "layers placed by the engine", "serves": length}
     if engine == "llama.cpp" and supports(version, "llamacpp.fit", fork) is not False:
@@ -210,8 +206,6 @@ def batch_short(situation: Situation) -> Reply:
     )
     fixes: list[Fix] = []
     if flag and need:
-        from bot.diagnosis.commands import user_command
-
         changes: dict[str, str | None] = {flag: str(int(need))}
         if situation.engine == "llama.cpp":
             changes["-b"] = str(int(need))
@@ -234,8 +228,6 @@ def state_blocks(situation: Situation) -> Reply:
     )
     fixes: list[Fix] = []
     if seqs is not None and blocks is not None and 1 <= int(blocks) < int(seqs):
-        from bot.diagnosis.commands import user_command
-
         command = user_command(situation, "vllm", {"--max-num-seqs": str(int(blocks))})
         fixes.append(Fix("vllm", f"run at most {int(blocks)} sequences", command, "one state block per sequence fits",
                          "fewer concurrent requests", 1, {"starts": True, "max_num_seqs": int(blocks)}))  # fmt: skip

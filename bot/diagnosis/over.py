@@ -88,8 +88,6 @@ def _util_within_free(
     lowered = int((free - MOVES_GIB) / total * 100) / 100
     if not 0.05 <= lowered < util:
         return []
-    from bot.diagnosis.commands import user_command
-
     command = user_command(situation, "vllm", {"--gpu-memory-utilization": f"{lowered:.2f}"})
     effect = f"asks for {lowered * total:.2f} GiB of the {free:.2f} GiB free; the KV cache gets {(util - lowered) * total:.2f} GiB less"
     return [Fix("vllm", f"gpu memory utilization {lowered:.2f}", command, effect, "a smaller KV cache", 1,

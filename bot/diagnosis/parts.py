@@ -11,6 +11,7 @@ from typing import Any, cast
 import re2
 
 from bot.diagnosis.budgets import budget_for
+from bot.diagnosis.commands import user_command
 from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
@@ -179,8 +180,6 @@ def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
 
 def env_fixes(situation: Situation, remedies: list[str], engine: str) -> list[Fix]:
     """Levers that are a setting with a fixed value and no budget term (``--dtype half``)."""
-    from bot.diagnosis.commands import user_command
-
     out: list[Fix] = []
     for name in remedies:
         lev = lever_for(name)
@@ -207,8 +206,6 @@ def self_fit_fixes(situation: Situation) -> list[Fix]:
     """When the budget cannot be computed from the paste: let the engine size it itself, where the
     paste's version has that (vLLM ``--max-model-len auto`` from 0.14, llama.cpp ``--fit`` from b7407).
     The engine's own fit makes the command start; its cost is a context the engine picks."""
-    from bot.diagnosis.commands import user_command
-
     engine = situation.engine
     if (
         engine == "vllm"
