@@ -33,7 +33,7 @@ from calculator.resolve import resolve_gpu, resolve_model
 from calculator.sglang import mem_fraction_for_tokens, sglang_budget
 from calculator.units import GIB, fmt_tokens, round_down_clean
 from calculator.versions import CURRENT_VLLM, parse_version
-from calculator.vllm import VllmConfig, derived_max_model_len, mxfp4_marlin_padding_bytes, vllm_budget
+from calculator.vllm import VllmConfig, derived_max_model_len, loaded_weight_bytes, vllm_budget
 
 EngineName = Literal["vllm", "llama.cpp", "ollama", "sglang"]
 GGUF_DEFAULT = "Q4_K_M"
@@ -348,10 +348,7 @@ def _vllm(req: VramRequest, model, variant, gpu: GPU, total: float, notes: list[
         kv_cache_memory_gib=req.kv_cache_memory_gib,
         version=version,
     )
-    # what vLLM loads: an MXFP4 MoE on a GPU without native FP4 is padded for Marlin (as in a paste's budget)
-    weight_bytes = variant_weight_bytes(model, variant) + mxfp4_marlin_padding_bytes(
-        model, variant.quant if variant else None, gpu.cc, tp
-    )
+    weight_bytes = loaded_weight_bytes(model, variant, gpu.cc, tp)
     b = vllm_budget(model, gpu, weight_bytes, cfg, total_gib=total)
     notes.extend(b.notes)
     model_name = variant.id if variant else model.id

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from calculator.catalog import GPU, ModelSpec
+from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
 from calculator.constants import constant, table
 from calculator.kv import VLLM_KV_BYTES, KVLayout, vllm_layout
 from calculator.plan import Outcome, Plan, Sourced, Term
@@ -154,6 +154,17 @@ def mxfp4_marlin_padding_bytes(
     padded_i = _round_up(inter, MXFP4_MARLIN_INTERMEDIATE_MULTIPLE)
     extra = 3 * (padded_h * padded_i - hidden * inter)  # gate + up (2 x I x H) and down (H x I)
     return int(extra * model.num_experts * model.num_hidden_layers * max(1, tp) * MXFP4_BITS / 8)
+
+
+def loaded_weight_bytes(
+    model: ModelSpec, variant: Variant | None, compute_capability: float | None, tp: int
+) -> int:
+    """What vLLM loads for a checkpoint (all ranks): its bytes, plus the Marlin padding of an MXFP4 MoE
+    on a GPU without native FP4 (the paste's budget and ``/vram`` both size weights with this)."""
+    quant = variant.quant if variant else None
+    return variant_weight_bytes(model, variant) + mxfp4_marlin_padding_bytes(
+        model, quant, compute_capability, tp
+    )
 
 
 def v0_chunks_long_context(

@@ -15,7 +15,7 @@ from calculator.plan import Plan, Source, Sourced
 from calculator.sglang import SglangEstimate
 from calculator.units import GIB
 from calculator.versions import CURRENT_VLLM, parse_version
-from calculator.vllm import VllmEstimate, VllmObserved, mxfp4_marlin_padding_bytes
+from calculator.vllm import VllmEstimate, VllmObserved, loaded_weight_bytes
 
 Estimate = VllmEstimate | LlamaCppEstimate | OllamaEstimate | SglangEstimate
 LLAMACPP_KV = ("f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
@@ -117,11 +117,9 @@ def _vllm(situation: Situation, plan0: Plan) -> VllmEstimate:
         fit_len=fit,
         free_gib=_s(situation, "free_gib", "gpu_available_gib"),
     )
-    weights = variant_weight_bytes(model, variant) if model is not None else None
     gpu = situation.gpus.gpu
-    if weights is not None and model is not None and gpu is not None and gpu.compute_capability:
-        cc, quant = float(gpu.compute_capability), variant.quant if variant else None
-        weights += mxfp4_marlin_padding_bytes(model, quant, cc, plan0.tp)
+    cc = gpu.cc if gpu else None
+    weights = loaded_weight_bytes(model, variant, cc, plan0.tp) if model is not None else None
     gpu_id = gpu.id if gpu else ""
     v0 = {"v0": True, "v1": False}.get(situation.engine_mode or "")
     return VllmEstimate(vllm_version(situation), plan0, obs, model, weights, gpu_id, engine_v0=v0)
