@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
 from calculator.constants import constant, table
@@ -628,16 +629,21 @@ class VllmEstimate:
 
     def _capacity(self, plan: Plan, kv: float, want: int | None) -> tuple[int | None, int, float | None]:
         fit, tokens, conc = self._raw_capacity(plan, kv, want)
+        if fit is not None and self._logged_fit_ratio < 1.0:
+            fit = int(fit * self._logged_fit_ratio)
+        return fit, tokens, conc
+
+    @cached_property
+    def _logged_fit_ratio(self) -> float:
+        """The log's own "estimated maximum model length" for its KV budget over the layout's, when the
+        engine asks more per token than modelled (a rule of that build): every plan is scaled by it.
+        1.0 where they agree or the log prints no such pair (computed once: the plan in force is fixed)."""
         logged_fit, logged_kv = self.obs.fit_len, self.obs.kv_cache_gib
-        if fit is None or self.model is None or logged_fit is None or logged_kv is None:
-            return fit, tokens, conc
-        # the log's own "estimated maximum model length" for its KV budget wins over the layout: where
-        # the engine asks more per token than modelled (a rule of that build), every plan is scaled down
+        if self.model is None or logged_fit is None or logged_kv is None:
+            return 1.0
         fit0 = self._raw_capacity(self.plan0, logged_kv.value, None)[0]
         ratio = logged_fit.value / fit0 if fit0 else 1.0
-        if ratio < LOGGED_FIT_TOLERANCE:
-            fit = int(fit * ratio)
-        return fit, tokens, conc
+        return ratio if ratio < LOGGED_FIT_TOLERANCE else 1.0
 
     def _raw_capacity(self, plan: Plan, kv: float, want: int | None) -> tuple[int | None, int, float | None]:
         if self.model is not None:
