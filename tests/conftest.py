@@ -23,6 +23,16 @@ def load_corpus() -> list[dict]:
 
 
 CORPUS = load_corpus()
+# the held-out real engine logs (bench/wild_accuracy.py): fix, budget and engine-mode tests replay them
+WILD_LOGS = [
+    json.loads(line)
+    for line in (ROOT / "tests" / "data" / "wild_logs.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
+
+
+def wild_log(record_id: str) -> dict:
+    return next(r for r in WILD_LOGS if r["id"] == record_id)
 
 
 def corpus_record(record_id: str) -> dict:

@@ -4,14 +4,11 @@ markers with a mode).  The budget is then V0's (its profile, its graphs outside 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from bot.detector import detect
 from bot.diagnosis.budgets import budget_for
 from bot.situation import Situation, read
+from tests.conftest import wild_log
 
-WILD_LOGS = Path(__file__).resolve().parents[1] / "data" / "wild_logs.jsonl"
 V0_ERROR = (
     "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be "
     "stored in KV cache (2400). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
@@ -27,8 +24,7 @@ def _situation(text: str) -> Situation:
 
 def test_v0_code_paths_on_a_v1_era_release_read_as_v0():
     # gpustack#1800: a 0.8-era log prefix ([model_runner.py:1110]) with V0's worker.py frames
-    record = next(json.loads(line) for line in WILD_LOGS.read_text().splitlines() if "gpustack1800" in line)
-    situation = _situation(record["text"])
+    situation = _situation(wild_log("gpustack1800-qwen25vl7b-3090-v0")["text"])
     assert situation.engine_mode == "v0"
     budget = budget_for(situation)
     assert budget is not None and budget.estimate.v0 is True

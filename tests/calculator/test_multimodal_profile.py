@@ -5,9 +5,6 @@ model has no constant fitted to them."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from calculator.catalog import ModelSpec, variant_weight_bytes
@@ -16,17 +13,13 @@ from calculator.resolve import resolve_gpu, resolve_model
 from calculator.units import GIB
 from calculator.vllm import VllmEstimate, VllmObserved, estimate_activation_gib
 from calculator.vllm_mm import MmProfile, MmSettings, held_gib, v0_profile, v1_profile, vision_peak_gib
+from tests.conftest import wild_log as record
 
-WILD = Path(__file__).resolve().parents[1] / "data/wild_logs.jsonl"
 V0 = (0, 7, 3)
 
 
 def model(name: str) -> ModelSpec:
     return resolve_model(name, "vllm").model
-
-
-def record(rid: str) -> dict:
-    return next(json.loads(line) for line in WILD.open() if f'"id": "{rid}"' in line)
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,7 @@
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -31,13 +29,8 @@ from calculator.vllm import (
     vllm_budget,
 )
 from tests.conftest import CORPUS
-
-WILD = Path(__file__).resolve().parents[1] / "data" / "wild_logs.jsonl"
-RECORDS = [json.loads(line) for line in WILD.read_text().splitlines() if line.strip()]
-
-
-def record(record_id: str) -> dict:
-    return next(r for r in RECORDS if r["id"] == record_id)
+from tests.conftest import WILD_LOGS as RECORDS
+from tests.conftest import wild_log as record
 
 
 def model(name: str):

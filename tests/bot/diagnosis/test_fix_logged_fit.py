@@ -6,22 +6,10 @@ read as the current release, so only the log's own figure catches it)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from bot.detector import detect
 from bot.diagnosis import diagnose
 from bot.shell import find_command
-
-WILD_LOGS = Path(__file__).resolve().parents[2] / "data" / "wild_logs.jsonl"
-
-
-def _text(record_id: str) -> str:
-    for line in WILD_LOGS.read_text().splitlines():
-        record = json.loads(line)
-        if record["id"] == record_id:
-            return str(record["text"])
-    raise KeyError(record_id)
+from tests.conftest import wild_log
 
 
 def _vllm_commands(text: str) -> list[str]:
@@ -31,7 +19,7 @@ def _vllm_commands(text: str) -> list[str]:
 
 
 def test_pipeline_stage_check_on_the_printed_version():
-    first = _vllm_commands(_text("vllm34076-pp2-qwen3coder30b-fp8"))[0]
+    first = _vllm_commands(wild_log("vllm34076-pp2-qwen3coder30b-fp8")["text"])[0]
     # 3.18 GiB holds 34,736 tokens of the whole 48-layer model (logged); the per-stage layout alone
     # would have said 69,456 and printed --max-model-len 65536, which fails as printed
     assert first.endswith("--pipeline-parallel-size 2 --enable-chunked-prefill --enable-auto-tool-choice "
@@ -39,7 +27,7 @@ def test_pipeline_stage_check_on_the_printed_version():
 
 
 def test_the_logged_fit_wins_when_the_version_is_unknown():
-    commands = _vllm_commands(_text("vllm32105-pp8-glm47-fp8-a100"))
+    commands = _vllm_commands(wild_log("vllm32105-pp8-glm47-fp8-a100")["text"])
     assert [c.rsplit("--reasoning-parser glm45 ", 1)[1] for c in commands] == [
         "--max-model-len 80896",  # 81,392 logged, rounded down to a multiple of 1024
         "--max-model-len 161792 --kv-cache-dtype fp8",
