@@ -17,6 +17,7 @@ from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from calculator.estimate import EngineName, VramRequest, VramResult, estimate_for
+from calculator.kv import LLAMACPP_KV_BYTES
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
 from calculator.resolve import NameNotFound, resolve_gpu
 from calculator.units import KIB, fmt_tokens
@@ -52,7 +53,6 @@ ENGINE_ALIASES: dict[str, EngineName] = {
     "ollama": "ollama",
     "sglang": "sglang",
 }
-LLAMA_KV = {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "f32"}
 
 USAGE = (
     "usage: /vram gpu:<gpu> model:<model> [context:32k] [engine:vllm|llama.cpp|ollama|sglang] "
@@ -165,7 +165,7 @@ def request_fields(named: dict[str, str]) -> RequestFields:
         if fields["engine"] in ("llama.cpp", "ollama"):
             if kv in ("fp8", "q8"):
                 kv = "q8_0"
-            if kv not in LLAMA_KV:
+            if kv not in LLAMACPP_KV_BYTES:
                 raise VramInputError(f"unknown llama.cpp cache type {kv!r}; use f16, q8_0 or q4_0")
             fields["cache_type_k"] = kv
             fields["cache_type_v"] = kv
