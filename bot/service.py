@@ -38,12 +38,6 @@ class Outcome:
     latency_ms: float = 0.0
     secrets: tuple[str, ...] = field(default_factory=tuple)
 
-    @property
-    def should_send(self) -> bool:
-        return (self.kind == "reply" and self.reply is not None) or (
-            self.kind == "throttled" and bool(self.notice)
-        )
-
 
 class GardenService:
     def __init__(

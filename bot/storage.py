@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.details import bounded
 
@@ -174,100 +175,84 @@ class Storage:
                 self._conn.close()
                 self._conn = None
 
-    def healthy(self) -> bool:
-        with self._db("health check") as db:
+    def _run(self, what: str, sql: str, params: tuple = (), fetch: str = "") -> Any:
+        """One statement: its cursor, or its first row / all rows (``fetch``); None when the database
+        failed (logged by ``_db``)."""
+        with self._db(what) as db:
             if db is not None:
-                db.execute("SELECT 1")
-                return True
-        return False
+                cur = db.execute(sql, params)
+                return cur.fetchone() if fetch == "one" else cur.fetchall() if fetch == "all" else cur
+        return None
+
+    def healthy(self) -> bool:
+        return self._run("health check", "SELECT 1") is not None
 
     # replies -----------------------------------------------------------------------------------
     def reply_for(self, platform: str, source_id: str) -> str | None:
         """The id of our reply to a message, if we answered it ("" when answered without an id)."""
-        with self._db("reply lookup") as db:
-            if db is not None:
-                row = db.execute(
-                    "SELECT reply_id FROM replies WHERE platform=? AND source_id=?", (platform, source_id)
-                ).fetchone()
-                return None if row is None else (row[0] or "")
-        return None
+        sql = "SELECT reply_id FROM replies WHERE platform=? AND source_id=?"
+        row = self._run("reply lookup", sql, (platform, source_id), "one")
+        return None if row is None else (row[0] or "")
 
     def claim(self, platform: str, source_id: str, channel_id: str | None = None) -> bool:
         """Atomically mark a message as being answered; False if it was answered, or is being answered
         by this process.  An unsettled claim of an earlier process is taken over."""
-        with self._db("reply claim") as db:
-            if db is not None:
-                cur = db.execute(
-                    "INSERT INTO replies (platform, source_id, channel_id, created_at, settled, owner) "
-                    "VALUES (?,?,?,?,0,?) ON CONFLICT(platform, source_id) DO UPDATE SET "
-                    "owner=excluded.owner, created_at=excluded.created_at "
-                    "WHERE replies.settled=0 AND replies.owner IS NOT excluded.owner",
-                    (platform, source_id, channel_id, self.clock(), self.owner),
-                )
-                return cur.rowcount == 1
-        return True  # without a database we cannot know; the in-memory deduper still guards
+        cur = self._run(
+            "reply claim",
+            "INSERT INTO replies (platform, source_id, channel_id, created_at, settled, owner) "
+            "VALUES (?,?,?,?,0,?) ON CONFLICT(platform, source_id) DO UPDATE SET "
+            "owner=excluded.owner, created_at=excluded.created_at "
+            "WHERE replies.settled=0 AND replies.owner IS NOT excluded.owner",
+            (platform, source_id, channel_id, self.clock(), self.owner),
+        )
+        return cur is None or cur.rowcount == 1  # without a database the in-memory deduper still guards
 
     def settle(self, platform: str, source_id: str) -> None:
         """The message is done with (answered without a reply id, or silently passed over)."""
-        with self._db("reply settle") as db:
-            if db is not None:
-                db.execute(
-                    "UPDATE replies SET settled=1 WHERE platform=? AND source_id=?", (platform, source_id)
-                )
+        sql = "UPDATE replies SET settled=1 WHERE platform=? AND source_id=?"
+        self._run("reply settle", sql, (platform, source_id))
 
     def release(self, platform: str, source_id: str) -> None:
         """Our answer could not be posted: drop the unsettled claim, so the message is answered later."""
-        with self._db("reply release") as db:
-            if db is not None:
-                db.execute(
-                    "DELETE FROM replies WHERE platform=? AND source_id=? AND settled=0",
-                    (platform, source_id),
-                )
+        sql = "DELETE FROM replies WHERE platform=? AND source_id=? AND settled=0"
+        self._run("reply release", sql, (platform, source_id))
 
     def record_reply(
         self, platform: str, source_id: str, reply_id: str | None, signature: str | None, category: str | None
     ) -> None:
         """Our reply is posted (or edited, or deleted with ``reply_id`` None): the message is settled."""
-        with self._db("reply record") as db:
-            if db is not None:
-                db.execute(
-                    "INSERT INTO replies (platform, source_id, reply_id, signature, category, created_at, settled) "
-                    "VALUES (?,?,?,?,?,?,1) ON CONFLICT(platform, source_id) DO UPDATE SET "
-                    "reply_id=excluded.reply_id, signature=excluded.signature, category=excluded.category, "
-                    "settled=1",
-                    (platform, source_id, reply_id, signature, category, self.clock()),
-                )
+        self._run(
+            "reply record",
+            "INSERT INTO replies (platform, source_id, reply_id, signature, category, created_at, settled) "
+            "VALUES (?,?,?,?,?,?,1) ON CONFLICT(platform, source_id) DO UPDATE SET "
+            "reply_id=excluded.reply_id, signature=excluded.signature, category=excluded.category, "
+            "settled=1",
+            (platform, source_id, reply_id, signature, category, self.clock()),
+        )
 
     # feedback ----------------------------------------------------------------------------------
     def record_feedback(
         self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
     ) -> bool:
-        with self._db("feedback") as db:
-            if db is not None:
-                db.execute(
-                    "INSERT INTO feedback (platform, reply_key, user_hash, signature, vote, created_at) "
-                    "VALUES (?,?,?,?,?,?) ON CONFLICT(platform, reply_key, user_hash) DO UPDATE SET "
-                    "vote=excluded.vote, created_at=excluded.created_at",
-                    (
-                        platform,
-                        reply_key,
-                        user_hash(platform, user_id),
-                        signature,
-                        1 if helpful else -1,
-                        self.clock(),
-                    ),
-                )
-                return True
-        return False
+        vote = (
+            platform,
+            reply_key,
+            user_hash(platform, user_id),
+            signature,
+            1 if helpful else -1,
+            self.clock(),
+        )
+        sql = (
+            "INSERT INTO feedback (platform, reply_key, user_hash, signature, vote, created_at) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT(platform, reply_key, user_hash) DO UPDATE SET "
+            "vote=excluded.vote, created_at=excluded.created_at"
+        )
+        return self._run("feedback", sql, vote) is not None
 
     def feedback_counts(self, signature: str) -> tuple[int, int]:
-        with self._db("feedback read") as db:
-            if db is not None:
-                row = db.execute(
-                    "SELECT SUM(vote > 0), SUM(vote < 0) FROM feedback WHERE signature=?", (signature,)
-                ).fetchone()
-                return int(row[0] or 0), int(row[1] or 0)
-        return 0, 0
+        sql = "SELECT SUM(vote > 0), SUM(vote < 0) FROM feedback WHERE signature=?"
+        row = self._run("feedback read", sql, (signature,), "one")
+        return (int(row[0] or 0), int(row[1] or 0)) if row is not None else (0, 0)
 
     # details -----------------------------------------------------------------------------------
     def record_details(self, platform: str, reply_key: str, markdown: str, chart: bytes | None) -> bool:
@@ -291,14 +276,9 @@ class Storage:
         return False
 
     def details_for(self, platform: str, reply_key: str) -> StoredDetails | None:
-        with self._db("details read") as db:
-            if db is not None:
-                row = db.execute(
-                    "SELECT markdown, chart FROM details WHERE platform=? AND reply_key=?",
-                    (platform, reply_key),
-                ).fetchone()
-                return None if row is None else StoredDetails(row[0], bytes(row[1]) if row[1] else None)
-        return None
+        sql = "SELECT markdown, chart FROM details WHERE platform=? AND reply_key=?"
+        row = self._run("details read", sql, (platform, reply_key), "one")
+        return None if row is None else StoredDetails(row[0], bytes(row[1]) if row[1] else None)
 
     # events and stats --------------------------------------------------------------------------
     def record_event(
@@ -309,25 +289,20 @@ class Storage:
         category: str | None = None,
         latency_ms: float | None = None,
     ) -> None:
-        with self._db("event log") as db:
-            if db is not None:
-                db.execute(
-                    "INSERT INTO events (platform, kind, signature, category, latency_ms, created_at) VALUES (?,?,?,?,?,?)",
-                    (platform, kind, signature, category, latency_ms, self.clock()),
-                )
+        sql = "INSERT INTO events (platform, kind, signature, category, latency_ms, created_at) VALUES (?,?,?,?,?,?)"
+        self._run("event log", sql, (platform, kind, signature, category, latency_ms, self.clock()))
 
     def stats(self, since_seconds: float) -> list[SignatureStats]:
         """Signatures answered since then, most frequent first, with their feedback."""
         cutoff = self.clock() - since_seconds
-        with self._db("stats") as db:
-            if db is not None:
-                rows = db.execute(
-                    "SELECT e.signature, COUNT(*), "
-                    "(SELECT COUNT(*) FROM feedback f WHERE f.signature=e.signature AND f.vote>0 AND f.created_at>=?), "
-                    "(SELECT COUNT(*) FROM feedback f WHERE f.signature=e.signature AND f.vote<0 AND f.created_at>=?) "
-                    "FROM events e WHERE e.kind='reply' AND e.signature IS NOT NULL AND e.created_at>=? "
-                    "GROUP BY e.signature ORDER BY COUNT(*) DESC",
-                    (cutoff, cutoff, cutoff),
-                ).fetchall()
-                return [SignatureStats(r[0], r[1], r[2], r[3]) for r in rows]
-        return []
+        rows = self._run(
+            "stats",
+            "SELECT e.signature, COUNT(*), "
+            "(SELECT COUNT(*) FROM feedback f WHERE f.signature=e.signature AND f.vote>0 AND f.created_at>=?), "
+            "(SELECT COUNT(*) FROM feedback f WHERE f.signature=e.signature AND f.vote<0 AND f.created_at>=?) "
+            "FROM events e WHERE e.kind='reply' AND e.signature IS NOT NULL AND e.created_at>=? "
+            "GROUP BY e.signature ORDER BY COUNT(*) DESC",
+            (cutoff, cutoff, cutoff),
+            "all",
+        )
+        return [SignatureStats(r[0], r[1], r[2], r[3]) for r in rows or []]

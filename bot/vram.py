@@ -23,27 +23,20 @@ from calculator.resolve import NameNotFound, resolve_gpu
 from calculator.units import KIB, fmt_tokens
 from calculator.vllm import derived_max_model_len
 
-KEY_ALIASES = {
-    "gpu": "gpu",
-    "card": "gpu",
-    "model": "model",
-    "engine": "engine",
-    "context": "max_model_len",
-    "ctx": "max_model_len",
-    "max_model_len": "max_model_len",
-    "max-model-len": "max_model_len",
-    "gpus": "gpus",
-    "tp": "tp",
-    "utilization": "gpu_memory_utilization",
-    "util": "gpu_memory_utilization",
-    "gpu_memory_utilization": "gpu_memory_utilization",
-    "kv_cache_dtype": "kv_cache_dtype",
-    "kv": "kv_cache_dtype",
-    "kv-cache-dtype": "kv_cache_dtype",
-    "memory": "gpu_memory_gib",
-    "vram": "gpu_memory_gib",
-    "version": "vllm_version",
+# every spelling of each /vram option, by the request field it sets
+_SPELLINGS = {
+    "gpu": ("gpu", "card"),
+    "model": ("model",),
+    "engine": ("engine",),
+    "max_model_len": ("context", "ctx", "max_model_len", "max-model-len"),
+    "gpus": ("gpus",),
+    "tp": ("tp",),
+    "gpu_memory_utilization": ("utilization", "util", "gpu_memory_utilization"),
+    "kv_cache_dtype": ("kv_cache_dtype", "kv", "kv-cache-dtype"),
+    "gpu_memory_gib": ("memory", "vram"),
+    "vllm_version": ("version",),
 }
+KEY_ALIASES = {spelling: key for key, spellings in _SPELLINGS.items() for spelling in spellings}
 ENGINE_ALIASES: dict[str, EngineName] = {
     "vllm": "vllm",
     "llama.cpp": "llama.cpp",

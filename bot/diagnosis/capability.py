@@ -3,14 +3,13 @@ for a quantized V cache, a minimum compute capability).  Fixes use what this GPU
 
 from __future__ import annotations
 
-import re2
-
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.commands import user_command
-from bot.diagnosis.parts import env_fixes, hardware, log_facts, reply, setup_facts
+from bot.diagnosis.parts import env_fixes, hardware, reply
 from bot.reply import Fix, Reply
 from bot.situation import Situation
+from calculator.model_names import parse_name
 from knowledge.features import feature_table, parse_version, quant_min_capability, supports
 
 _QUANT_ALIASES = {"auto_awq": "awq", "auto_gptq": "gptq", "compressed_tensors": "compressed-tensors"}
@@ -79,15 +78,9 @@ def _upgrade_fixes(situation: Situation, method: str, cc: float, need: float) ->
     return []
 
 
-# quantization suffixes a repo name carries, stripped to search for the same model in another format
-_QUANT_SUFFIX = re2.compile(
-    r"(?i)[-_.](?:awq|gptq|fp8|int[48]|w[48]a(?:8|16)|bnb|4bit|8bit|marlin|nvfp4|mxfp4)\b.*$"
-)
-
-
 def _hub_search(model_name: str, fmt_: str) -> str | None:
     """A command that lists the Hub repos of ``model_name`` in the ``fmt_`` format (ids containing both)."""
-    base = _QUANT_SUFFIX.sub("", model_name.rstrip("/").rsplit("/", 1)[-1])
+    base = parse_name(model_name).base
     if not base or not all(c.isalnum() or c in "-_." for c in base):
         return None
     return (
@@ -155,7 +148,7 @@ def quantization(situation: Situation) -> Reply:
         fixes += _upgrade_fixes(situation, method, cc, float(need)) if need else []
         fixes += [] if fixes else _format_fixes(situation, method, cc)
     extra = [] if fixes else [hardware(situation, None)]
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=extra)
+    return reply(situation, title, key, fixes, extra=extra)
 
 
 def bf16(situation: Situation) -> Reply:
@@ -168,7 +161,7 @@ def bf16(situation: Situation) -> Reply:
         f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16." if cc else None
     )
     fixes = env_fixes(situation, situation.root.remedies, "vllm")
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)
 
 
 def flash_attn_needed(situation: Situation) -> Reply:
@@ -183,7 +176,7 @@ def flash_attn_needed(situation: Situation) -> Reply:
     elif situation.engine == "ollama":
         fixes.append(Fix("ollama", "turn flash attention on", "OLLAMA_FLASH_ATTENTION=1 ollama serve",
                          "OLLAMA_KV_CACHE_TYPE takes effect", "", 1, {"kind": "setting"}))  # fmt: skip
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)
 
 
 def capability_below(situation: Situation) -> Reply:
@@ -199,6 +192,4 @@ def capability_below(situation: Situation) -> Reply:
     extra = [] if fixes else [hardware(situation, None)]
     from bot.diagnosis.parts import cause
 
-    return reply(
-        situation, title, cause(situation), fixes, log_facts(situation) + setup_facts(situation), extra=extra
-    )
+    return reply(situation, title, cause(situation), fixes, None, extra=extra)

@@ -14,12 +14,10 @@ from bot.diagnosis.parts import (
     advice_fixes,
     env_fixes,
     hardware,
-    log_facts,
     other_engine_lines,
     picture,
     reply,
     self_fit_fixes,
-    setup_facts,
 )
 from bot.formatter import ENGINE_LABEL
 from bot.reply import Fix, Reply
@@ -73,7 +71,7 @@ def kv_short(situation: Situation) -> Reply:
     serves = any(c.serves_goal for c in found)
     key = _key_point(situation, fit, want, serves, bool(fixes))
     fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)
-    facts = log_facts(situation) + setup_facts(situation)
+    facts = None
     extra = [] if serves else [hardware(situation, want)]
     return reply(situation, title, key, fixes, facts, picture(out0, f"GPU memory as {engine} budgets it"), extra,
                  {"fit_tokens": fit, "max_model_len": want})  # fmt: skip
@@ -167,7 +165,7 @@ def request_too_long(situation: Situation) -> Reply:
     if not asked or not limit:
         key = None
     fixes += advice_fixes(situation, situation.root.remedies)
-    facts = log_facts(situation) + setup_facts(situation)
+    facts = None
     return reply(situation, title, key, fixes, facts)
 
 
@@ -213,7 +211,7 @@ def batch_short(situation: Situation) -> Reply:
                          user_command(situation, situation.engine, changes),
                          "one request fits one batch", "a larger activation peak at start", 1, {"kind": "constraint"}))  # fmt: skip
     key = f"The batch limit is {fmt_tokens(limit)} tokens, below the {fmt_tokens(need)} one request needs."
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation), extra=[])
+    return reply(situation, title, key, fixes, extra=[])
 
 
 def state_blocks(situation: Situation) -> Reply:
@@ -237,7 +235,7 @@ def state_blocks(situation: Situation) -> Reply:
         else None
     )
     fixes += advice_fixes(situation, situation.root.remedies)
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)
 
 
 def capacity_short(situation: Situation) -> Reply:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.commands import user_command
-from bot.diagnosis.parts import cause, env_fixes, log_facts, reply, setup_facts
+from bot.diagnosis.parts import cause, env_fixes, reply
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens
@@ -64,7 +64,7 @@ def tp_sizes(situation: Situation) -> Reply:
     key = f"Tensor parallelism gives each GPU heads/tp heads; {heads} is not divisible by {tp}."
     if valid:
         key += f" Sizes that work: {', '.join(map(str, valid))}."
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)
 
 
 def max_len(situation: Situation) -> Reply:
@@ -87,7 +87,7 @@ def max_len(situation: Situation) -> Reply:
             fixes.append(Fix(situation.engine, f"use the model's {fmt_tokens(length)}", user_command(situation, situation.engine, {flag: str(length)}),
                              "within what the model was trained for", "", 1, {"starts": out.starts if out else None}))  # fmt: skip
     fixes += env_fixes(situation, situation.root.remedies, situation.engine)
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)
 
 
 def constraint_violated(situation: Situation) -> Reply:
@@ -102,5 +102,5 @@ def constraint_violated(situation: Situation) -> Reply:
         situation.root.title,
         cause(situation),
         fixes,
-        log_facts(situation) + setup_facts(situation),
+        None,
     )

@@ -6,8 +6,7 @@ is not enough, levers are combined (fp8 KV + utilization + a context that then f
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.diagnosis.budgets import Budget
 from bot.diagnosis.commands import command_for
@@ -39,7 +38,6 @@ class Candidate:
     plan: Plan
     outcome: Outcome
     serves_goal: bool
-    extra_env: dict[str, str] = field(default_factory=dict)
 
 
 def available(lever: Lever, engine: str, situation: Situation) -> bool:
@@ -105,10 +103,9 @@ def _layers(budget: Budget, plan: Plan, situation: Situation) -> Plan | None:
     if model is None:
         return None
     for layers in range(model.num_hidden_layers, 0, -1):
-        candidate = plan.with_(gpu_layers=layers)
-        out = _evaluate(budget, candidate)
+        out = _evaluate(budget, plan.with_(gpu_layers=layers))
         if out is not None and out.starts:
-            return candidate if layers <= model.num_hidden_layers else None
+            return plan.with_(gpu_layers=layers)
     return None
 
 
@@ -236,9 +233,6 @@ def _levers(remedies: list[str], engine: str, situation: Situation) -> list[Leve
 
 
 # -- from candidates to printed fixes ------------------------------------------------------------
-Describe = Callable[[Candidate], str]
-
-
 def effect(c: Candidate, goal: Goal) -> str:
     out = c.outcome
     if c.serves_goal and goal.length:

@@ -16,11 +16,9 @@ from bot.diagnosis.parts import (
     advice_fixes,
     env_fixes,
     hardware,
-    log_facts,
     picture,
     reply,
     self_fit_fixes,
-    setup_facts,
 )
 from bot.reply import Fix, Reply
 from bot.situation import Situation
@@ -73,7 +71,7 @@ def in_use(situation: Situation) -> Reply:
         title,
         key,
         fixes,
-        log_facts(situation) + setup_facts(situation),
+        None,
         picture(out0, "GPU memory"),
     )
 
@@ -108,7 +106,7 @@ def _budget_reply(situation: Situation, title: str, key: str | None, fixes: list
     extra = [] if fixes or not hardware_ok else [hardware(situation, budget.plan0.max_len if budget else None)]  # fmt: skip
     engine = _name(situation.engine)
     return reply(situation, title, key, fixes + advice_fixes(situation, situation.root.remedies),
-                 log_facts(situation) + setup_facts(situation), picture(out0, f"GPU memory as {engine} budgets it"), extra)  # fmt: skip
+                 None, picture(out0, f"GPU memory as {engine} budgets it"), extra)  # fmt: skip
 
 
 def no_kv(situation: Situation) -> Reply:
@@ -170,7 +168,7 @@ def torch_oom(situation: Situation) -> Reply:
         key += f" This process holds {mine:.2f} GiB."
     engine = "vllm" if situation.engine == "vllm" else "pytorch"
     fixes = env_fixes(situation, remedies, engine) + advice_fixes(situation, remedies)
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)
 
 
 def alloc_failed(situation: Situation) -> Reply:
@@ -221,7 +219,7 @@ def host_short(situation: Situation) -> Reply:
         title,
         key,
         fixes,
-        log_facts(situation) + setup_facts(situation),
+        None,
         extra=[hardware(situation, None)] if not fixes else [],
     )
 
@@ -298,4 +296,4 @@ def _engine_oom(situation: Situation) -> Reply:
         fixes = _room_for_allocation(situation)
     fixes = settings + [f for f in fixes if f.command not in {s.command for s in settings}]
     fixes += advice_fixes(situation, situation.root.remedies)
-    return reply(situation, title, key, fixes, log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, fixes)

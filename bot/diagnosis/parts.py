@@ -295,9 +295,11 @@ def hardware(situation: Situation, length: int | None) -> Section | None:
     return Section("Hardware that serves it", body="\n".join(lines))
 
 
-def reply(situation: Situation, title: str, key_point: str | None, fixes: list[Fix], facts: list[Fact],
+def reply(situation: Situation, title: str, key_point: str | None, fixes: list[Fix], facts: list[Fact] | None = None,
           memory: MemoryPicture | None = None, extra: Sequence[Section | None] | None = None,
           data: dict | None = None) -> Reply:  # fmt: skip
+    """A diagnosis reply; ``facts`` None: the numbers the paste printed and its setup."""
+    facts = log_facts(situation) + setup_facts(situation) if facts is None else facts
     why = cause(situation)
     key_point = key_point or why
     sections = [Section("Why", body=why)] if why != key_point else []

@@ -3,7 +3,7 @@ error: the reply says what the numbers mean; fixes only when the numbers show a 
 
 from __future__ import annotations
 
-from bot.diagnosis.parts import cause, log_facts, reply, setup_facts
+from bot.diagnosis.parts import cause, reply
 from bot.reply import Reply
 from bot.situation import Situation
 
@@ -11,4 +11,4 @@ from bot.situation import Situation
 def report(situation: Situation) -> Reply:
     title = situation.root.title
     key = cause(situation)
-    return reply(situation, title, key, [], log_facts(situation) + setup_facts(situation))
+    return reply(situation, title, key, [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.diagnosis.parts import advice_fixes, cause, log_facts, reply, setup_facts
+from bot.diagnosis.parts import advice_fixes, cause, reply
 from bot.reply import Reply
 from bot.situation import Situation
 
@@ -28,5 +28,5 @@ def wrapper(situation: Situation, inner: Callable[[str, int], Reply | None], dep
         situation.root.title,
         cause(situation),
         fixes,
-        log_facts(situation) + setup_facts(situation),
+        None,
     )
