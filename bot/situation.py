@@ -15,50 +15,29 @@ from bot.gpu_mentions import gpu_mentions
 from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
+from calculator.commands import spellings
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
 from knowledge.features import Version, engine_mode, fork_of, parse_version, version_hints
 
-# flag spellings per engine setting: (setting, engine, spellings); the first spelling is written
-SETTING_FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
+# the flag each engine setting is written with (every spelling: calculator.commands.spellings)
+SETTING_FLAGS: dict[str, dict[str, str]] = {
     "vllm": {
-        "max_len": ("--max-model-len", "--max_model_len"),
-        "util": ("--gpu-memory-utilization", "--gpu_memory_utilization"),
-        "kv_dtype": ("--kv-cache-dtype",),
-        "tp": ("--tensor-parallel-size", "-tp"),
-        "pp": ("--pipeline-parallel-size", "-pp"),
-        "max_seqs": ("--max-num-seqs",),
-        "batched_tokens": ("--max-num-batched-tokens",),
-        "eager": ("--enforce-eager",),
-        "model": ("--model",),
-        "quantization": ("--quantization", "-q"),
-        "dtype": ("--dtype",),
+        "max_len": "--max-model-len", "util": "--gpu-memory-utilization", "kv_dtype": "--kv-cache-dtype",
+        "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "max_seqs": "--max-num-seqs",
+        "batched_tokens": "--max-num-batched-tokens", "eager": "--enforce-eager", "model": "--model",
+        "quantization": "--quantization", "dtype": "--dtype",
     },
     "llama.cpp": {
-        "max_len": ("-c", "--ctx-size"),
-        "cache_type_k": ("-ctk", "--cache-type-k"),
-        "cache_type_v": ("-ctv", "--cache-type-v"),
-        "flash_attn": ("-fa", "--flash-attn"),
-        "gpu_layers": ("-ngl", "--n-gpu-layers", "--gpu-layers"),
-        "parallel": ("-np", "--parallel"),
-        "ubatch": ("-ub", "--ubatch-size"),
-        "model": ("-m", "--model"),
-        "no_kv_offload": ("-nkvo", "--no-kv-offload"),
+        "max_len": "-c", "cache_type_k": "-ctk", "cache_type_v": "-ctv", "flash_attn": "-fa", "gpu_layers": "-ngl",
+        "parallel": "-np", "ubatch": "-ub", "model": "-m", "no_kv_offload": "-nkvo",
     },
     "sglang": {
-        "max_len": ("--context-length",),
-        "util": ("--mem-fraction-static",),
-        "kv_dtype": ("--kv-cache-dtype",),
-        "tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
-        "max_seqs": ("--max-running-requests",),
-        "model": ("--model-path", "--model"),
+        "max_len": "--context-length", "util": "--mem-fraction-static", "kv_dtype": "--kv-cache-dtype",
+        "tp": "--tp", "max_seqs": "--max-running-requests", "model": "--model-path",
     },
-    "tgi": {
-        "max_len": ("--max-total-tokens",),
-        "model": ("--model-id",),
-        "tp": ("--num-shard",),
-    },
-}
+    "tgi": {"max_len": "--max-total-tokens", "model": "--model-id", "tp": "--num-shard"},
+}  # fmt: skip
 # the detector's context fields (log) for each setting, by engine
 CONTEXT_FIELDS: dict[str, dict[str, str]] = {
     "vllm": {
@@ -256,8 +235,8 @@ def _settings(engine: str, command: Command | None, context: dict[str, Any]) -> 
         if context.get(field_name) is not None:
             out[setting] = Sourced(context[field_name], "log")
     if command is not None and command.engine == engine:
-        for setting, spellings in SETTING_FLAGS.get(engine, {}).items():
-            raw = command.flag(*spellings)
+        for setting, flag in SETTING_FLAGS.get(engine, {}).items():
+            raw = command.flag(*spellings(engine, flag))
             if raw is None:
                 continue
             value = _setting_value(setting, raw)
@@ -297,7 +276,7 @@ def read(detection: Detection, root: Finding) -> Situation:
     params = safe_fields(params)
     model_name = context.get("model")
     if command is not None and command.engine == engine:
-        spelled = command.flag(*SETTING_FLAGS.get(engine, {}).get("model", ("--model",)))
+        spelled = command.flag(*spellings(engine, SETTING_FLAGS.get(engine, {}).get("model", "--model")))
         positional = _positional_model(command)
         model_name = spelled or positional or model_name
     model = _model(str(model_name) if model_name else None, notes, text)

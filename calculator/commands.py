@@ -11,8 +11,8 @@ import re
 
 # each group lists the spellings of one setting; the first is the one we write
 VLLM_FLAGS = [
-    ("--max-model-len",),
-    ("--gpu-memory-utilization",),
+    ("--max-model-len", "--max_model_len"),  # vLLM's parser reads "_" as "-" in flag names
+    ("--gpu-memory-utilization", "--gpu_memory_utilization"),
     ("--kv-cache-dtype",),
     ("--tensor-parallel-size", "-tp"),
     ("--pipeline-parallel-size", "-pp"),
@@ -23,6 +23,7 @@ VLLM_FLAGS = [
     ("--kv-cache-memory-bytes", "--kv-cache-memory"),
     ("--enable-chunked-prefill",),
     ("--no-enable-chunked-prefill",),
+    ("--model",),
 ]
 VLLM_SWITCHES = {"--enforce-eager", "--enable-chunked-prefill", "--no-enable-chunked-prefill"}
 
@@ -43,6 +44,7 @@ LLAMACPP_FLAGS = [
     ("--no-mmap",),
     ("--mlock",),
     ("--fit", "-fit"),
+    ("-m", "--model"),
 ]
 LLAMACPP_SWITCHES = {
     "-nkvo",
@@ -62,9 +64,28 @@ SGLANG_FLAGS = [
     ("--tp", "--tp-size", "--tensor-parallel-size"),
     ("--max-running-requests",),
     ("--chunked-prefill-size",),
+    ("--model-path", "--model"),
 ]
+TGI_FLAGS: list[tuple[str, ...]] = [
+    ("--max-total-tokens",),
+    ("--max-batch-prefill-tokens",),
+    ("--num-shard",),
+    ("--model-id",),
+]
+# per engine: the spellings of each setting, and the flags that take no value
+FLAG_GROUPS: dict[str, tuple[list[tuple[str, ...]], set[str]]] = {
+    "vllm": (VLLM_FLAGS, VLLM_SWITCHES),
+    "llama.cpp": (LLAMACPP_FLAGS, LLAMACPP_SWITCHES),
+    "sglang": (SGLANG_FLAGS, set()),
+    "tgi": (TGI_FLAGS, set()),
+}
 
 _CONTINUATION = re.compile(r"\\\s*\n")
+
+
+def spellings(engine: str, flag: str) -> tuple[str, ...]:
+    """Every spelling ``engine`` accepts for ``flag`` (the one we write first)."""
+    return _group(flag, FLAG_GROUPS.get(engine, ([], set()))[0])
 
 
 def _group(flag: str, groups: list[tuple[str, ...]]) -> tuple[str, ...]:

@@ -6,18 +6,11 @@ from __future__ import annotations
 
 from bot.shell import Command, render
 from bot.situation import Situation
-from calculator.commands import LLAMACPP_FLAGS, LLAMACPP_SWITCHES, SGLANG_FLAGS, VLLM_FLAGS, VLLM_SWITCHES
+from calculator.commands import FLAG_GROUPS
 from calculator.plan import Plan
 from calculator.units import GIB
 from knowledge.features import supports
 from knowledge.levers import Lever, levers
-
-_GROUPS: dict[str, tuple[list[tuple[str, ...]], set[str]]] = {
-    "vllm": (VLLM_FLAGS, VLLM_SWITCHES),
-    "llama.cpp": (LLAMACPP_FLAGS, LLAMACPP_SWITCHES),
-    "sglang": (SGLANG_FLAGS, set()),
-    "tgi": ([("--max-total-tokens",), ("--max-batch-prefill-tokens",), ("--num-shard",)], set()),
-}
 
 
 def _lever_for_knob(knob: str, engine: str, value: object) -> Lever | None:
@@ -94,7 +87,7 @@ def user_command(
     situation: Situation, engine: str, flags: dict[str, str | None], env: dict[str, str] | None = None
 ) -> str:
     """The user's command for ``engine`` (or a minimal one) with only ``flags`` and ``env`` changed."""
-    groups, switches = _GROUPS.get(engine, ([], set()))
+    groups, switches = FLAG_GROUPS.get(engine, ([], set()))
     return render(_base(situation, engine), flags, groups, switches, env)
 
 
