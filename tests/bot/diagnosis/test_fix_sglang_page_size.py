@@ -63,3 +63,12 @@ def test_no_page_size_in_the_paste_gives_no_page_size_fix():
 def test_a_backend_that_forces_pages_gives_no_page_size_fix():
     forced = COMMAND + " --attention-backend flashmla"
     assert not any("--page-size 1" in f.command for f in ranked_fixes(_paste(5248, forced)))
+
+
+def test_sglang_jax_is_not_given_an_sglang_command():
+    jax = (
+        "python3 -u -m sgl_jax.launch_server --model-path Qwen/Qwen3-8B --tp-size=4 --device=tpu --page-size 32\n"
+        + ERROR.format(available=8064)
+        + '  File "/opt/venv/lib/python3.12/site-packages/sgl_jax/srt/managers/scheduler.py", line 1056\n'
+    )
+    assert not any("--page-size 1" in f.command for f in ranked_fixes(jax))
