@@ -20,8 +20,10 @@ NO_FIX_YET = {
     # rows for transfers (PR #6980), a pipeline-parallel profile run (the second example) and leaks.
     # The message gives the free rows, not the limit in force; the engine's own advice is not sure
     # (sglang#10408: 4 running requests at 1 % token usage, and --max-running-requests 1 failed the
-    # same way); PR #24359 (May 2026) caps admission by the free rows, but no release containing it is
-    # sourced here, so no upgrade can be named.
+    # same way: row 0 is reserved for padding, so a pool of N rows had N - 1 usable ones while the
+    # scheduler admitted N, PR #23635, Apr 2026; per-rank sizing under DP attention, PR #14706); PR
+    # #24359 (May 2026) caps admission by the free rows, but no release containing these is sourced
+    # here, so no upgrade can be named and no --max-running-requests value is sure to clear it.
     "sglang.req_slots_exhausted",
 }
 

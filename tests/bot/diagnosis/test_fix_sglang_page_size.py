@@ -72,3 +72,20 @@ def test_sglang_jax_is_not_given_an_sglang_command():
         + '  File "/opt/venv/lib/python3.12/site-packages/sgl_jax/srt/managers/scheduler.py", line 1056\n'
     )
     assert not any("--page-size 1" in f.command for f in ranked_fixes(jax))
+
+
+def test_a_lever_condition_is_read_strictly():
+    import pytest
+    from pydantic import ValidationError
+
+    from knowledge.levers import Lever
+
+    spec = {"id": "x", "remedies": ["x"], "knob": "none", "change": "c", "cost": ""}
+    lever = Lever(**spec, when=["page_size > 1", "available_tokens > alloc_tokens", "not page_size_forced"])
+    values = {"page_size": "64", "available_tokens": 2048, "alloc_tokens": 148}
+    assert lever.holds(values.get) is True
+    assert lever.holds({**values, "page_size": "1"}.get) is False
+    assert lever.holds({**values, "page_size_forced": "1"}.get) is False
+    assert lever.holds({"page_size": "64", "available_tokens": 2048}.get) is False  # a missing number
+    with pytest.raises(ValidationError):
+        Lever(**spec, when=["page_size >= 1"])
