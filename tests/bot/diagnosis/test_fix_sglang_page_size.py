@@ -5,6 +5,10 @@ the engine did not force; a pool that really ran out keeps the budget's fixes.""
 
 from __future__ import annotations
 
+import pytest
+from pydantic import ValidationError
+
+from knowledge.levers import Lever
 from knowledge.loader import load_builtin
 from tests.bot.diagnosis.helpers import ranked_fixes
 
@@ -75,11 +79,6 @@ def test_sglang_jax_is_not_given_an_sglang_command():
 
 
 def test_a_lever_condition_is_read_strictly():
-    import pytest
-    from pydantic import ValidationError
-
-    from knowledge.levers import Lever
-
     spec = {"id": "x", "remedies": ["x"], "knob": "none", "change": "c", "cost": ""}
     lever = Lever(**spec, when=["page_size > 1", "available_tokens > alloc_tokens", "not page_size_forced"])
     values = {"page_size": "64", "available_tokens": 2048, "alloc_tokens": 148}
