@@ -3,16 +3,19 @@ what it needs and what it costs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from knowledge.cache import cached, code_digest, content_key
 from knowledge.features import feature
 
 _FILE = Path(__file__).with_name("levers.yaml")
+_CONDITION = r"not [a-z_]+|[a-z_]+ > (?:[a-z_]+|[0-9]+(?:\.[0-9]+)?)"
 
 Knob = Literal[
     "max_len", "kv_dtype", "util", "eager", "cudagraph_estimate", "tp", "pp", "max_seqs",
@@ -50,6 +53,28 @@ class Lever(_Strict):
     effect: str = ""  # what a fixed setting achieves (knob none); default: the change itself
     engines: dict[str, Spelling] = {}
     command: str | None = None  # a diagnostic command (advice levers)
+    # conditions on the paste's numbers, all of which must hold: "a > b", "a > 1", "not a"
+    when: list[str] = []
+
+    @model_validator(mode="after")
+    def _conditions_parse(self) -> Lever:
+        for condition in self.when:
+            if not re2.fullmatch(_CONDITION, condition):
+                raise ValueError(f"lever {self.id}: condition {condition!r} is not 'a > b' or 'not a'")
+        return self
+
+    def holds(self, get: Callable[[str], Any]) -> bool:
+        """Every ``when`` condition holds on the values ``get`` reads (a missing value never does)."""
+        for condition in self.when:
+            words = condition.split()
+            if words[0] == "not":
+                if get(words[1]) is not None:
+                    return False
+                continue
+            left, right = get(words[0]), words[2] if words[2][0].isdigit() else get(words[2])
+            if left is None or right is None or not float(left) > float(right):
+                return False
+        return True
 
 
 class LeverFile(_Strict):

@@ -152,6 +152,7 @@ REMEDIES: frozenset[str] = frozenset(
         "max_running_requests",
         "chunked_prefill_size",
         "schedule_conservativeness",
+        "page_size_one",
         "mamba_cache_size",
         # PyTorch / transformers / TGI
         "expandable_segments",
@@ -223,6 +224,8 @@ CONTEXT_FIELDS = (
     "os",
     "pp_retry",
     "oom_stage",
+    "page_size",
+    "page_size_forced",
 )
 
 

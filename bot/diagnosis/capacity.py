@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.commands import user_command
-from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
+from bot.diagnosis.fixes import Candidate, Goal, available, candidates, to_fixes
 from bot.diagnosis.parts import (
     advice_fixes,
     env_fixes,
@@ -25,7 +25,7 @@ from bot.situation import Situation
 from calculator.units import fmt_tokens
 from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
-from knowledge.levers import lever
+from knowledge.levers import lever, lever_for
 
 
 def _name(engine: str) -> str:
@@ -61,7 +61,10 @@ def kv_short(situation: Situation) -> Reply:
         title = situation.root.title
     goal = Goal(length=want, may_shorten=True)
     found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
-    fixes = to_fixes(situation, budget, found, goal) if budget else []
+    # a lever whose `when` holds names what failed (memory was there): it replaces the budget's fixes
+    sure = [r for r in situation.root.remedies if getattr(lever_for(r), "when", None)]
+    fixes = env_fixes(situation, sure, situation.engine)
+    fixes = fixes or (to_fixes(situation, budget, found, goal) if budget else [])
     if not fixes:  # nothing sized on a budget: a self-sizing flag, else a setting with a fixed value
         fixes = (
             self_fit_fixes(situation)
@@ -152,9 +155,6 @@ def request_too_long(situation: Situation) -> Reply:
         plan = budget.plan0.with_(max_len=_round_up(int(asked)))
         out = budget.estimate.evaluate(plan)
         if out is not None and out.starts:
-            from bot.diagnosis.fixes import Candidate
-            from knowledge.levers import lever
-
             found = [Candidate([lever("cap_context")], plan, out, True), *found]
         fixes += to_fixes(situation, budget, found, goal, limit=1)
     if asked and not any(f.engine == situation.engine for f in fixes):

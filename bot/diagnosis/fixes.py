@@ -15,7 +15,7 @@ from bot.situation import Situation
 from calculator.plan import Outcome, Plan
 from calculator.units import fmt_tokens, round_down_clean
 from knowledge.features import supports
-from knowledge.levers import Lever, lever_for
+from knowledge.levers import Lever, lever, lever_for
 
 MAX_UTIL = 0.95  # never suggest more: non-torch memory and fragmentation need the rest
 UTIL_STEP = 0.01
@@ -42,7 +42,7 @@ class Candidate:
 
 def available(lever: Lever, engine: str, situation: Situation) -> bool:
     spelling = lever.engines.get(engine)
-    if spelling is None:
+    if spelling is None or not lever.holds(situation.get):  # its `when` conditions on the paste's numbers
         return False
     for feature_id in spelling.requires:
         if supports(situation.version, feature_id, situation.fork) is False:
@@ -157,8 +157,6 @@ def _capped(budget: Budget, plan: Plan, out: Outcome | None, goal: Goal) -> Cand
     capped_out = _evaluate(budget, capped)
     if capped_out is None or not capped_out.starts:
         return None
-    from knowledge.levers import lever
-
     return Candidate([lever("cap_context")], capped, capped_out, False)
 
 
