@@ -36,7 +36,14 @@ THIRD_PARTY_ORGS = frozenset(
 )
 
 # Repo-name suffixes -> catalog quant name. Longest first, matched at the end of the name.
+# Intel's AutoRound int4 exports pack GPTQ's layout: quantization_config.json "bits": 4, "group_size": 128,
+# "packing_format": "auto_round:auto_gptq" (huggingface.co/Intel/gemma-4-31B-it-int4-AutoRound,
+# Intel/Seed-OSS-36B-Instruct-int4-AutoRound, INC4AI/MiniMax-M2.1-int4-AutoRound), so they weigh as gptq.
 _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("int4-autoround", "gptq"),
+    ("autoround-int4", "gptq"),
+    ("int4-auto-round", "gptq"),
+    ("autoround", "gptq"),
     ("unsloth-bnb-4bit", "bnb-4bit"),
     ("bnb-4bit", "bnb-4bit"),
     ("bnb-nf4", "bnb-4bit"),

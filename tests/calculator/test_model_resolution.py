@@ -654,6 +654,18 @@ def test_a_third_party_quant_keeps_the_base_geometry_and_its_own_size():
     assert round(variant_weight_bytes(bnb.model, bnb.variant) / GIB, 1) == 5.2
 
 
+@pytest.mark.parametrize(
+    "name", ["Intel/Qwen3.6-27B-int4-AutoRound", "~/.cache/huggingface/qwen3.6-27b-autoround-int4"]
+)
+def test_an_autoround_int4_export_weighs_as_gptq(name: str):
+    # the club-3090 #295 model path; AutoRound int4 packs GPTQ's layout (packing_format auto_round:auto_gptq)
+    match = resolve_model(name.rsplit("/", 1)[-1] if name.startswith("~") else name)
+    assert match.model.id == "Qwen/Qwen3.6-27B"
+    assert match.variant is not None and match.variant.quant == "gptq"
+    assert match.note  # estimated from the shapes, and said so
+    assert round(variant_weight_bytes(match.model, match.variant) / GIB, 1) == 16.5
+
+
 def test_gguf_shard_and_type_are_read_from_the_file_name():
     match = resolve_model("Qwen2.5-7B-Instruct-Q8_0-00001-of-00002.gguf")
     assert match.model.id == "Qwen/Qwen2.5-7B-Instruct"
