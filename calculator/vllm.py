@@ -32,6 +32,7 @@ NON_TORCH_GIB_SINGLE = constant("vllm", "non_torch_gib_single")
 NON_TORCH_GIB_PER_EXTRA_RANK = constant("vllm", "non_torch_gib_per_extra_rank")
 ACTIVATION_FACTOR = constant("vllm", "activation_factor")  # x intermediate_size x dtype bytes per token
 SAMPLER_TEMPORARIES = constant("vllm", "sampler_temporaries")
+V0_SAMPLER_BYTES_PER_LOGIT = constant("vllm", "v0_sampler_bytes_per_logit")
 CUDAGRAPH_REFERENCE_GIB = constant("vllm", "cudagraph_reference_gib")
 CUDAGRAPH_REFERENCE_LAYERS = constant("vllm", "cudagraph_reference_layers")
 CUDAGRAPH_REFERENCE_HIDDEN = constant("vllm", "cudagraph_reference_hidden")
@@ -189,8 +190,19 @@ def _text_pass_gib(model: ModelSpec, tokens: int, num_seqs: int, tp: int, v0: bo
     if model.is_moe and model.moe_intermediate_size:
         inter = model.moe_intermediate_size * (model.experts_per_token or 8)
     per_token = ACTIVATION_FACTOR * inter * model.dtype_bytes / max(1, tp)
-    sampler = 0 if v0 else min(num_seqs, tokens) * model.vocab_size * 4 * SAMPLER_TEMPORARIES
+    if v0:  # V0 samples after the forward pass has freed its activations: the larger of the two
+        return max(tokens * per_token, v0_sampler_bytes(model, tokens, num_seqs)) / GIB
+    sampler = min(num_seqs, tokens) * model.vocab_size * 4 * SAMPLER_TEMPORARIES
     return (tokens * per_token + sampler) / GIB
+
+
+def v0_sampler_bytes(model: ModelSpec, tokens: int, num_seqs: int) -> float:
+    """V0's dummy sampler run: every profiled sequence sampled with top-k and top-p over the whole
+    vocabulary (a sort, its int64 indices and the masks; data/engine_constants.yaml
+    v0_sampler_bytes_per_logit), beside the logits in the model's dtype and the final hidden states."""
+    rows = min(num_seqs, tokens)
+    logits = rows * model.vocab_size * (V0_SAMPLER_BYTES_PER_LOGIT + model.dtype_bytes)
+    return logits + tokens * model.hidden_size * model.dtype_bytes
 
 
 def estimate_activation_gib(

@@ -105,7 +105,8 @@ def _v0_3090(m: ModelSpec) -> VllmEstimate:
 def test_gpustack1800_qwen25vl7b_3090_v0_replay(qwen25vl7b: ModelSpec) -> None:
     """The log: max_model_len 8192, KV for 2,400 tokens on a 3090 (V0).  The activation peak the log
     implies (total x 0.9 - weights - non-torch - 2,400 tokens of KV) is 5.40 GiB; the text-only estimate
-    was 1.07 GiB (93,120 tokens predicted); the multimodal profile gives 5.07 GiB (6.1 % under) and
+    was 1.07 GiB for the forward pass (93,120 tokens predicted; 1.50 GiB now that V0's sampler run over
+    256 x 152,064 logits is its peak); the multimodal profile gives 5.07 GiB (6.1 % under) and
     8,592 tokens.  Tolerance stated: the activation within 7 % of the implied peak."""
     rec = record("gpustack1800-qwen25vl7b-3090-v0")
     assert rec["logged"]["kv_tokens"] == 2400
@@ -120,7 +121,7 @@ def test_gpustack1800_qwen25vl7b_3090_v0_replay(qwen25vl7b: ModelSpec) -> None:
     assert abs(terms["activations"] - implied) / implied < 0.07
     assert out.kv_tokens == 8592
     text_only = estimate_activation_gib(qwen25vl7b, 8192, 256, 1, True, MmSettings(images=0, videos=0))
-    assert round(text_only, 2) == 1.07
+    assert round(text_only, 2) == 1.50
 
 
 def test_vllm16570_qwen25vl72b_tp4_activation() -> None:
