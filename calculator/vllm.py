@@ -543,7 +543,11 @@ class VllmEstimate:
         return estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0, mm, self.max_len(plan))
 
     def graphs_in_budget(self, plan: Plan) -> bool:
-        return vllm_subtracts_cudagraph_estimate(self.version) and not plan.eager and plan.cudagraph_estimate
+        """V1 from 0.21 takes its CUDA-graph estimate out of the KV budget; V0 (a paste that proves it,
+        whatever release is assumed) captures its graphs after the KV cache is allocated, never before."""
+        if self.v0 or plan.eager or not plan.cudagraph_estimate:
+            return False
+        return vllm_subtracts_cudagraph_estimate(self.version)
 
     def graphs(self, plan: Plan) -> Term:
         if not self.graphs_in_budget(plan):

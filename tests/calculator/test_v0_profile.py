@@ -1,11 +1,13 @@
-"""V0's profile run samples every dummy sequence with top-k and top-p over the whole vocabulary, after
+"""vLLM V0's profile, as a paste proves it.  The profile run samples every dummy sequence with top-k and top-p over the whole vocabulary, after
 the forward pass (calculator.vllm.v0_sampler_bytes; data/engine_constants.yaml
 v0_sampler_bytes_per_logit).  Where the forward pass is small (a large tp, a chunked 512-token profile)
 that sampler run is the activation peak.
 
 Replayed: the dev-corpus log vllm7593 (gemma-2-9b, 8x L4, tp 8, 256,000-token vocabulary) and the
 held-out vllm13061 (R1-Distill-Qwen-14B, 2x RTX 4090, tp 2, util 0.98, V0 with chunked prefill), whose gap
-is what showed the term (that check is no longer blind; docs/benchmarks.md says so)."""
+is what showed the term.  And V0 never takes a CUDA-graph estimate out of its budget (held-out vllm13882,
+where a V0 paste without a release was budgeted as the newest V1).  Those two checks are no longer blind;
+docs/benchmarks.md says so."""
 
 from __future__ import annotations
 
@@ -61,3 +63,28 @@ def test_v1_keeps_its_own_sampler_term():
     m = resolve_model("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "vllm").model
     v1 = estimate_activation_gib(m, 512, 256, 2, v0=False) * GIB
     assert v1 < v0_sampler_bytes(m, 512, 256)
+
+
+def test_v0_paste_takes_no_cudagraph_estimate_vllm13882():
+    """V0 captures its CUDA graphs after the KV cache is allocated, so a paste that proves V0 (its INFO
+    block, '# cuda blocks') gets no graph estimate out of its budget even when no release is printed and
+    the newest one is assumed.  Logged: 8.00 x 0.70 - 5.20 - 0.03 - 1.42 = -1.05 GiB."""
+    from knowledge.features import engine_mode
+
+    rec = wild_log("vllm13882-qwen25-7b-rtx4060-util070")
+    assert engine_mode("vllm", rec["text"]) == "v0"
+    logged = rec["logged"]
+    obs = VllmObserved(
+        total_gib=Sourced(logged["total_gib"], "log"),
+        weights_gib=Sourced(5.20, "log"),
+        non_torch_gib=Sourced(logged["non_torch_gib"], "log"),
+        activation_gib=Sourced(logged["activation_gib"], "log"),
+    )
+    m = resolve_model("Qwen/Qwen2.5-7B-Instruct", "vllm").model
+    plan = Plan(max_len=4096, util=0.7)
+    as_v0 = VllmEstimate((0, 33, 0), plan, obs, m, None, "rtx-4060", engine_v0=True)
+    kv, terms = as_v0.kv_gib(plan)
+    assert round(kv, 2) == logged["kv_cache_gib"] == -1.05
+    assert {t.name: t.gib for t in terms}["cuda graphs"] == 0.0
+    as_v1 = VllmEstimate((0, 33, 0), plan, obs, m, None, "rtx-4060", engine_v0=False)
+    assert as_v1.kv_gib(plan)[0] < kv  # V1 at 0.33 subtracts its graph estimate
