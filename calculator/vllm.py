@@ -228,7 +228,7 @@ def estimate_activation_gib(
     else:
         prof = v1_profile(model, batched_tokens, num_seqs, settings)
     assert prof is not None
-    text = _text_pass_gib(model, prof.text_tokens, num_seqs, tp, v0)
+    text = _text_pass_gib(model, prof.text_tokens, prof.seqs or num_seqs, tp, v0)
     return max(text, vision_peak_gib(model, prof.patches, tp)) + held_gib(model, prof)
 
 
