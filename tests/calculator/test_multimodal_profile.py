@@ -48,9 +48,7 @@ def test_v0_profiles_one_image_and_one_video_of_16384_tokens(qwen25vl7b: ModelSp
     # vLLM's own warning for Qwen2.5-VL (vllm#20123): "32768 tokens in total, out of which
     # {'image': 16384, 'video': 16384} are reserved for multi-modal embeddings"
     prof = v0_profile(qwen25vl7b, 8192, 256, 8192, MmSettings())
-    assert prof == MmProfile(
-        text_tokens=32768, mm_tokens=32768, patches=65536, pixel_patches=131072, seqs=1
-    )
+    assert prof == MmProfile(text_tokens=32768, mm_tokens=32768, patches=65536, pixel_patches=131072, seqs=1)
 
 
 def test_v0_long_context_profiles_a_14_frame_video(qwen25vl7b: ModelSpec) -> None:
