@@ -43,8 +43,12 @@ def test_vllm7593_gemma2_tp8_blocks_from_gpu_model_flags():
 def test_vllm13061_r1_distill_qwen14b_tp2_chunked_v0():
     """max_model_len 131,072 > 32K: V0 profiles a 512-token chunk over 256 sequences, so the peak is the
     sampler run over 256 x 152,064 logits (1.46 GiB), not the 0.02 GiB forward pass.  Logged: 81,536 tokens."""
+    from knowledge.features import engine_mode
+
     rec = wild_log("vllm13061-r1-distill-qwen14b-2x4090")
     assert rec["logged"]["kv_tokens"] == 81536
+    # the error's wording is V0's raise_if_cache_size_invalid, which proves the engine on its own
+    assert engine_mode("vllm", rec["text"].split("\n")[1]) == "v0"
     m = resolve_model("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "vllm").model
     assert round(estimate_activation_gib(m, 512, 256, 2, v0=True), 3) == 1.455
     assert estimate_activation_gib(m, 512, 256, 2, v0=True) * GIB == v0_sampler_bytes(m, 512, 256)
