@@ -32,6 +32,7 @@ NON_TORCH_GIB_SINGLE = constant("vllm", "non_torch_gib_single")
 NON_TORCH_GIB_PER_EXTRA_RANK = constant("vllm", "non_torch_gib_per_extra_rank")
 ACTIVATION_FACTOR = constant("vllm", "activation_factor")  # x intermediate_size x dtype bytes per token
 SAMPLER_TEMPORARIES = constant("vllm", "sampler_temporaries")
+V0_SAMPLER_BYTES_PER_LOGIT = constant("vllm", "v0_sampler_bytes_per_logit")
 CUDAGRAPH_REFERENCE_GIB = constant("vllm", "cudagraph_reference_gib")
 CUDAGRAPH_REFERENCE_LAYERS = constant("vllm", "cudagraph_reference_layers")
 CUDAGRAPH_REFERENCE_HIDDEN = constant("vllm", "cudagraph_reference_hidden")
@@ -189,8 +190,19 @@ def _text_pass_gib(model: ModelSpec, tokens: int, num_seqs: int, tp: int, v0: bo
     if model.is_moe and model.moe_intermediate_size:
         inter = model.moe_intermediate_size * (model.experts_per_token or 8)
     per_token = ACTIVATION_FACTOR * inter * model.dtype_bytes / max(1, tp)
-    sampler = 0 if v0 else min(num_seqs, tokens) * model.vocab_size * 4 * SAMPLER_TEMPORARIES
+    if v0:  # V0 samples after the forward pass has freed its activations: the larger of the two
+        return max(tokens * per_token, v0_sampler_bytes(model, tokens, num_seqs)) / GIB
+    sampler = min(num_seqs, tokens) * model.vocab_size * 4 * SAMPLER_TEMPORARIES
     return (tokens * per_token + sampler) / GIB
+
+
+def v0_sampler_bytes(model: ModelSpec, tokens: int, num_seqs: int) -> float:
+    """V0's dummy sampler run: every profiled sequence sampled with top-k and top-p over the whole
+    vocabulary (a sort, its int64 indices and the masks; data/engine_constants.yaml
+    v0_sampler_bytes_per_logit), beside the logits in the model's dtype and the final hidden states."""
+    rows = min(num_seqs, tokens)
+    logits = rows * model.vocab_size * (V0_SAMPLER_BYTES_PER_LOGIT + model.dtype_bytes)
+    return logits + tokens * model.hidden_size * model.dtype_bytes
 
 
 def estimate_activation_gib(
@@ -216,7 +228,7 @@ def estimate_activation_gib(
     else:
         prof = v1_profile(model, batched_tokens, num_seqs, settings)
     assert prof is not None
-    text = _text_pass_gib(model, prof.text_tokens, num_seqs, tp, v0)
+    text = _text_pass_gib(model, prof.text_tokens, prof.seqs or num_seqs, tp, v0)
     return max(text, vision_peak_gib(model, prof.patches, tp)) + held_gib(model, prof)
 
 
@@ -531,7 +543,11 @@ class VllmEstimate:
         return estimate_activation_gib(self.model, batched, seqs, plan.tp, self.v0, mm, self.max_len(plan))
 
     def graphs_in_budget(self, plan: Plan) -> bool:
-        return vllm_subtracts_cudagraph_estimate(self.version) and not plan.eager and plan.cudagraph_estimate
+        """V1 from 0.21 takes its CUDA-graph estimate out of the KV budget; V0 (a paste that proves it,
+        whatever release is assumed) captures its graphs after the KV cache is allocated, never before."""
+        if self.v0 or plan.eager or not plan.cudagraph_estimate:
+            return False
+        return vllm_subtracts_cudagraph_estimate(self.version)
 
     def graphs(self, plan: Plan) -> Term:
         if not self.graphs_in_budget(plan):

@@ -55,6 +55,7 @@ class MmProfile:
     mm_tokens: int  # encoder outputs alive during it
     patches: int  # patches of the largest single encoder call
     pixel_patches: int  # patches whose float32 pixel values sit on the GPU
+    seqs: int | None = None  # dummy sequences (V0 cuts them to fit the multimodal tokens), else max_num_seqs
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def v0_profile(
         mm_tokens=seqs * per_seq,
         patches=max(image_patches, video_patches),
         pixel_patches=image_patches + video_patches,
+        seqs=seqs,
     )
 
 

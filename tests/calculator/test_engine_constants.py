@@ -165,10 +165,22 @@ def test_default_batching_v0():
 def test_sampler_temporaries_is_logits_plus_one():
     assert vllm.SAMPLER_TEMPORARIES == 2
     m = model("Qwen/Qwen2.5-1.5B-Instruct")
-    sampler = vllm.estimate_activation_gib(m, 2048, 256, 1, v0=False) - vllm.estimate_activation_gib(
-        m, 2048, 256, 1, v0=True
-    )
-    assert sampler * GIB == pytest.approx(256 * m.vocab_size * 4 * 2)
+    forward = 2048 * vllm.ACTIVATION_FACTOR * m.intermediate_size * m.dtype_bytes
+    sampler = vllm.estimate_activation_gib(m, 2048, 256, 1, v0=False) * GIB - forward
+    assert sampler == pytest.approx(256 * m.vocab_size * 4 * 2)
+
+
+def test_v0_sampler_is_the_top_k_top_p_live_set():
+    """V0's sampler of the profile run: 38 bytes per logit beside the model-dtype logits (sampler.py)."""
+    assert vllm.V0_SAMPLER_BYTES_PER_LOGIT == 4 + 4 + 8 + 1 + 4 + 4 + 1 + 8 + 4
+    m = model("google/gemma-2-9b-it")
+    # 512 tokens over 256 sequences at tp 8: the sampler, not the forward pass, is the peak
+    expected = 256 * 256000 * (38 + 2) + 512 * 3584 * 2
+    assert vllm.estimate_activation_gib(m, 512, 256, 8, v0=True) * GIB == pytest.approx(expected)
+    # 20,000 tokens of Llama-3.1-8B: the forward pass is larger, and V0 takes the larger, not the sum
+    llama = model("meta-llama/Llama-3.1-8B-Instruct")
+    forward = 20000 * vllm.ACTIVATION_FACTOR * llama.intermediate_size * llama.dtype_bytes
+    assert vllm.estimate_activation_gib(llama, 20000, 256, 1, v0=True) * GIB == pytest.approx(forward)
 
 
 # ---- llama.cpp, SGLang, Ollama: exact from source -------------------------------------------------

@@ -50,13 +50,12 @@ def test_every_fix_carries_its_prediction():
             assert fix.verification["fit_tokens"] >= fix.verification["serves"]
 
 
-def test_combined_levers_when_one_is_not_enough():
-    """fp8 KV + utilization on a 4090 (Ada: fp8 KV works): the context that then fits, not more."""
+def test_no_combined_lever_that_v0_would_refuse():
+    """The error's wording is V0's (raise_if_cache_size_invalid), and V0 profiles max_model_len tokens
+    at once below 32K: fp8 KV + utilization 0.95 at 20,480 tokens would leave it 1,088 tokens, so that
+    combination is not offered (it was while the paste was read as V1)."""
     vllm = commands(reply_for(SEED), "vllm")
-    assert vllm[1] == (
-        "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 20480 --kv-cache-dtype fp8 "
-        "--gpu-memory-utilization 0.95"
-    )
+    assert vllm == ["vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 5120"]
 
 
 def test_a_command_over_several_lines_with_quotes_and_secrets():
