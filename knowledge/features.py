@@ -92,11 +92,25 @@ class QuantMinimum(_Strict):
     methods: dict[str, int]
 
 
+class ReleaseDates(_Strict):
+    engine: str
+    dated_by: str  # the date a log line carries, as one YYYY-MM-DD group
+    source: str
+    dates: dict[str, str]  # release -> the date it was tagged (YYYY-MM-DD)
+
+    @field_validator("dated_by")
+    @classmethod
+    def _compiles(cls, p: str) -> str:
+        re2.compile(p)
+        return p
+
+
 class FeatureFile(_Strict):
     features: list[Feature]
     markers: list[Marker] = []
     forks: list[Fork] = []
     quant_min_capability: list[QuantMinimum] = []
+    releases: list[ReleaseDates] = []
 
 
 def _parse(data: bytes) -> FeatureFile:
@@ -149,6 +163,24 @@ def version_hints(engine: str, text: str) -> list[Marker]:
 def engine_mode(engine: str, text: str) -> str | None:
     """The engine generation a marker proves (vLLM ``v0`` / ``v1``), whatever the version says."""
     return next((m.mode for m in version_hints(engine, text) if m.mode), None)
+
+
+def release_at_log_date(engine: str, text: str) -> tuple[str, str] | None:
+    """(the newest release tagged by the latest date the log's lines carry, that date); None when the
+    engine's lines carry no date, or one outside the table (before its first or after its last release:
+    releases after the table's are unknown here)."""
+    for table in feature_table().releases:
+        if table.engine != engine:
+            continue
+        dates = re2.findall(table.dated_by, text)
+        if not dates:
+            return None
+        latest = max(dates)
+        if latest > max(table.dates.values()):
+            return None
+        older = [(parse_version(v) or (0, 0, 0), v) for v, d in table.dates.items() if d <= latest]
+        return (max(older)[1], latest) if older else None
+    return None
 
 
 def fork_of(engine: str, text: str) -> str | None:
