@@ -36,10 +36,11 @@ from calculator.catalog import GPU, ModelSpec, Variant  # noqa: E402
 from calculator.from_log import read_log  # noqa: E402
 from calculator.kv import llamacpp_layout, vllm_layout  # noqa: E402
 from calculator.llamacpp import LlamaCppConfig, kv_bytes  # noqa: E402
+from calculator.ollama import estimated_kv_bytes  # noqa: E402
 from calculator.plan import Sourced  # noqa: E402
 from calculator.resolve import NameNotFound, resolve_gpu, resolve_model  # noqa: E402
 from calculator.units import GIB, MIB  # noqa: E402
-from calculator.versions import CURRENT_VLLM, parse_version, vllm_is_v0  # noqa: E402
+from calculator.versions import CURRENT_OLLAMA, CURRENT_VLLM, parse_version, vllm_is_v0  # noqa: E402
 from calculator.vllm import (  # noqa: E402
     BLOCK_SIZE,
     MLA_BLOCK_SIZE,
@@ -179,10 +180,9 @@ def sglang_exact(rec: dict[str, Any], check: dict[str, Any]) -> float:
 
 def llamacpp_exact(rec: dict[str, Any], check: dict[str, Any]) -> float:
     model, _variant = model_of(rec)
-    if check["kind"] == "ollama_kv_mib":
-        lay = llamacpp_layout(model)
-        cfg = LlamaCppConfig(n_ctx=check["num_ctx"], n_ubatch=512)
-        return kv_bytes(lay, check["num_ctx"], cfg) / MIB
+    if check["kind"] == "ollama_kv_mib":  # Ollama's own estimate, at the release the paste ran
+        version = parse_version(flags(rec, check)["version"], CURRENT_OLLAMA)
+        return estimated_kv_bytes(model, llamacpp_layout(model), check["num_ctx"], version) / MIB
     lay = llamacpp_layout(model, check.get("type_k", "f16"), check.get("type_v", "f16"))
     return kv_bytes(lay, check["n_ctx"], LlamaCppConfig(n_ctx=check["n_ctx"])) / MIB
 

@@ -46,3 +46,10 @@ def vllm_yarn_scales_max_len(version: tuple[int, int, int]) -> bool:
 def llamacpp_fa_takes_value(build: int | None) -> bool:
     """``-fa`` became ``-fa on|off|auto`` with PR #15434 (about b6325)."""
     return build is None or build >= 6325
+
+
+def ollama_estimates_swa(version: tuple[int, int, int]) -> bool:
+    """Ollama's own memory estimate (the offload line's ``memory.required.kv``) sizes sliding-window layers
+    by their window from v0.6.3; before, every layer at the full context (commit f66216e39, PR #9987,
+    "ggml: Support heterogeneous KV cache layer sizes in memory estimation", first tagged in v0.6.3)."""
+    return version >= (0, 6, 3)
