@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calculator.catalog import ModelSpec
-from calculator.constants import table
+from calculator.constants import constant, table
 from calculator.kv import KVLayout
 from calculator.llamacpp import START_HEADROOM_GIB, LlamaCppBudget, LlamaCppConfig, llamacpp_budget
 from calculator.plan import Outcome, Plan, Sourced, Term
+from calculator.versions import ollama_estimate_windows
 
 # Budget tables, each with its source in data/engine_constants.yaml.
 DEFAULT_NUM_CTX_TIERS = [(r["min_vram_gib"], int(r["num_ctx"])) for r in table("ollama", "default_num_ctx")]
@@ -31,29 +32,18 @@ def auto_batch(num_ctx: int) -> int:
     return next((batch for above, batch in AUTO_BATCH_TIERS if num_ctx > above), AUTO_BATCH_TIERS[-1][1])
 
 
-# Ollama's scheduler estimate (fs/ggml/ggml.go GraphSize) counts every layer at the full context except
-# for the architectures it special-cases, whose sliding layers get num_parallel x window + batch cells:
-# gemma3 from v0.6.3 (commit f66216e39, PR #9987; the model's sliding_window) and gpt-oss from v0.11.0
-# (a fixed 4096-token window).  Keys: the GGUF architecture (HF class names without their suffix).
-ESTIMATE_WINDOWED: dict[str, tuple[tuple[int, int, int], int | None]] = {
-    "gemma3": ((0, 6, 3), None),
-    "gptoss": ((0, 11, 0), 4096),
-}
-DEFAULT_NUM_BATCH = 512  # api/types.go DefaultOptions NumBatch (v0.6.0 to v0.29)
-
-
 def estimated_kv_bytes(
     model: ModelSpec, layout: KVLayout, num_ctx: int, version: tuple[int, int, int], num_parallel: int = 1
 ) -> float:
     """The KV cache Ollama's own estimate gives (the offload line's ``memory.required.kv``) for
     ``num_ctx`` cells in total (llm/memory.go: GraphSize(NumCtx, min(NumCtx, NumBatch), numParallel))."""
     arch = model.architecture.lower().removesuffix("forcausallm").removesuffix("forconditionalgeneration")
-    since, window = ESTIMATE_WINDOWED.get(arch, (None, None))
-    sliding = sum(g.bytes_per_token for g in layout.sliding)
     total = layout.growing_bytes_per_token * num_ctx + layout.state_bytes_per_seq
-    if since is None or version < since:
-        return total + sliding * num_ctx
-    batch = min(num_ctx, DEFAULT_NUM_BATCH)
+    if not ollama_estimate_windows(arch, version):
+        return total + sum(g.bytes_per_token for g in layout.sliding) * num_ctx
+    # sliding layers: num_parallel x window + batch cells (gpt-oss: a fixed window, not the model's)
+    window = int(constant("ollama", "estimate_window_gptoss")) if arch == "gptoss" else None
+    batch = min(num_ctx, int(constant("ollama", "default_num_batch")))
     return total + sum(
         g.bytes_per_token * (num_parallel * (window or g.window) + batch) for g in layout.sliding
     )

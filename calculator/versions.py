@@ -48,8 +48,9 @@ def llamacpp_fa_takes_value(build: int | None) -> bool:
     return build is None or build >= 6325
 
 
-def ollama_estimates_swa(version: tuple[int, int, int]) -> bool:
-    """Ollama's own memory estimate (the offload line's ``memory.required.kv``) sizes sliding-window layers
-    by their window from v0.6.3; before, every layer at the full context (commit f66216e39, PR #9987,
-    "ggml: Support heterogeneous KV cache layer sizes in memory estimation", first tagged in v0.6.3)."""
-    return version >= (0, 6, 3)
+def ollama_estimate_windows(arch: str, version: tuple[int, int, int]) -> bool:
+    """Whether Ollama's own memory estimate (fs/ggml/ggml.go GraphSize, the offload line's
+    ``memory.required.kv``) sizes ``arch``'s sliding layers by a window: gemma3 from v0.6.3 (commit
+    f66216e39, PR #9987, first tagged in v0.6.3), gpt-oss from v0.11.0 (its GraphSize case arrived with
+    the model); every other architecture, and these before, get every layer at the full context."""
+    return (arch == "gemma3" and version >= (0, 6, 3)) or (arch == "gptoss" and version >= (0, 11, 0))
