@@ -64,46 +64,30 @@ class _LiveState(Collector):
             )
 
 
+# the counters: attribute -> (metric name, help text, labels)
+COUNTERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "messages": ("gpu_garden_messages", "messages the bot handled, by platform and outcome (reply, ignored, throttled, duplicate)", ("platform", "outcome")),
+    "findings": ("gpu_garden_findings", "answered messages by the top finding's signature and category", ("platform", "signature", "category")),
+    "replies": ("gpu_garden_replies", "replies the bot produced, by reply kind (diagnosis, vram, no_finding, notice, throttle…)", ("platform", "kind")),
+    "secrets": ("gpu_garden_secrets_redacted", "messages in which a secret was found and redacted before reading", ("platform",)),
+    "votes": ("gpu_garden_feedback", "feedback votes by signature (vote = helpful or not_helpful)", ("platform", "signature", "vote")),
+    "errors": ("gpu_garden_platform_errors", "failed platform calls by kind (send, download, reconnect, ...)", ("platform", "kind")),
+}  # fmt: skip
+
+
 class Metrics:
+    messages: Counter
+    findings: Counter
+    replies: Counter
+    secrets: Counter
+    votes: Counter
+    errors: Counter
+
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.messages = Counter(
-            "gpu_garden_messages",
-            "messages the bot handled, by platform and outcome (reply, ignored, throttled, duplicate)",
-            ["platform", "outcome"],
-            registry=r,
-        )
-        self.findings = Counter(
-            "gpu_garden_findings",
-            "answered messages by the top finding's signature and category",
-            ["platform", "signature", "category"],
-            registry=r,
-        )
-        self.replies = Counter(
-            "gpu_garden_replies",
-            "replies the bot produced, by reply kind (diagnosis, vram, no_finding, notice, throttle…)",
-            ["platform", "kind"],
-            registry=r,
-        )
-        self.secrets = Counter(
-            "gpu_garden_secrets_redacted",
-            "messages in which a secret was found and redacted before reading",
-            ["platform"],
-            registry=r,
-        )
-        self.votes = Counter(
-            "gpu_garden_feedback",
-            "feedback votes by signature (vote = helpful or not_helpful)",
-            ["platform", "signature", "vote"],
-            registry=r,
-        )
-        self.errors = Counter(
-            "gpu_garden_platform_errors",
-            "failed platform calls by kind (send, download, reconnect, ...)",
-            ["platform", "kind"],
-            registry=r,
-        )
+        for attribute, (name, documentation, labels) in COUNTERS.items():
+            setattr(self, attribute, Counter(name, documentation, labels, registry=r))
         self.latency = Histogram(
             "gpu_garden_reply_latency_seconds",
             "time from receiving a message to having its reply ready",

@@ -148,16 +148,27 @@ def _fits(out: Outcome | None, goal: Goal) -> bool:
     return out is not None and out.serves(goal.length)
 
 
+def _holding(budget: Budget, plan: Plan, length: int) -> Outcome | None:
+    out = _evaluate(budget, plan.with_(max_len=length))
+    return out if out is not None and out.serves(length) else None
+
+
 def _capped(budget: Budget, plan: Plan, out: Outcome | None, goal: Goal) -> Candidate | None:
-    """``plan`` with the context cut to what it holds (only where a shorter context is acceptable)."""
+    """``plan`` with the context cut to the longest it holds (only where a shorter context is acceptable).
+    The fit at one context is not the fit at another where the profile grows with it (V0 below 32K), so
+    when the fit does not hold itself the longest context that does is searched (halving the gap)."""
     if out is None or not goal.may_shorten or out.fit_len < MIN_CONTEXT:
         return None
-    length = round_down_clean(min(out.fit_len, goal.length or out.fit_len))
-    capped = plan.with_(max_len=length)
-    capped_out = _evaluate(budget, capped)
-    if capped_out is None or not capped_out.starts:
+    lo, hi = MIN_CONTEXT - 1, min(out.fit_len, goal.length or out.fit_len)
+    if _holding(budget, plan, round_down_clean(hi)) is None:
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if _holding(budget, plan, mid) else (lo, mid - 1)
+    length = round_down_clean(hi)
+    capped_out = _holding(budget, plan, length) if length >= MIN_CONTEXT else None
+    if capped_out is None:
         return None
-    return Candidate([lever("cap_context")], capped, capped_out, False)
+    return Candidate([lever("cap_context")], plan.with_(max_len=length), capped_out, False)
 
 
 MIN_GAIN = 1.10  # a lever joins a combination only if it buys at least 10 % more tokens

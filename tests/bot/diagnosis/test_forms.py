@@ -50,12 +50,17 @@ def test_every_fix_carries_its_prediction():
             assert fix.verification["fit_tokens"] >= fix.verification["serves"]
 
 
-def test_no_combined_lever_that_v0_would_refuse():
+def test_v0_combined_levers_get_the_context_that_holds_itself():
     """The error's wording is V0's (raise_if_cache_size_invalid), and V0 profiles max_model_len tokens
-    at once below 32K: fp8 KV + utilization 0.95 at 20,480 tokens would leave it 1,088 tokens, so that
-    combination is not offered (it was while the paste was read as V1)."""
+    at once below 32K: fp8 KV + utilization 0.95 holds 20,480 tokens at the asked 131,072 (chunked
+    profile) but only 1,088 at 20,480, so the combination is offered at the longest context that holds
+    itself on its own profile."""
     vllm = commands(reply_for(SEED), "vllm")
-    assert vllm == ["vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 5120"]
+    assert vllm == [
+        "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 5120",
+        "vllm serve Qwen/Qwen2.5-Coder-32B-Instruct-AWQ --max-model-len 12288 --kv-cache-dtype fp8 "
+        "--gpu-memory-utilization 0.95 --max-num-seqs 128",
+    ]
 
 
 def test_a_command_over_several_lines_with_quotes_and_secrets():
