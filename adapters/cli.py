@@ -96,6 +96,7 @@ def triage_json(bot: GardenBot, text: str) -> dict:
                     "engine": x.engine,
                     "change": x.change,
                     "command": x.command,
+                    "adds": x.adds,
                     "effect": x.effect,
                     "cost": x.cost,
                     "verification": x.verification,

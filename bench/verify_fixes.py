@@ -25,7 +25,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -504,10 +504,26 @@ def _value_checks(cmd: Command, engine: str, problems: list[str]) -> None:
     _util_flag(cmd, engine, problems)
 
 
+# an action that adds flags to the user's own command is checked on a stand-in command line with them
+STAND_IN = {
+    "vllm": "vllm serve MODEL",
+    "llama.cpp": "llama-server -m MODEL.gguf",
+    "sglang": "python -m sglang.launch_server --model-path MODEL",
+    "tgi": "text-generation-launcher --model-id MODEL",
+}
+
+
 def check_fix(fix: Fix, paste: str, facts: PasteFacts, user: Command | None) -> Verdict:
     verdict = Verdict()
     if fix.engine not in CHECKED_ENGINES:
         return verdict
+    if not fix.command:
+        if fix.adds is None or fix.engine not in STAND_IN:
+            return verdict  # an action with nothing to run
+        words = fix.adds.split()
+        env = [w for w in words if "=" in w and not w.startswith("-")]
+        line = " ".join([*env, STAND_IN[fix.engine], *(w for w in words if w not in env)])
+        fix, user = replace(fix, command=line), None
     cmd = _structure(fix, user, verdict.problems)
     verdict.checked = True
     if cmd is None or cmd.engine != fix.engine:

@@ -31,6 +31,7 @@ class Fix:
     cost: str = ""  # its price (latency, quality, money)
     rank: int = 0  # lower = try first
     verification: dict = field(default_factory=dict)  # what the budget predicts for this command
+    adds: str | None = None  # no command to print: the environment and flags to add to the user's own
 
 
 @dataclass

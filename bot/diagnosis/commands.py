@@ -4,6 +4,8 @@ environment and per-model parameters."""
 
 from __future__ import annotations
 
+from bot.formatter import ENGINE_LABEL
+from bot.reply import Fix
 from bot.shell import Command, render
 from bot.situation import Situation
 from calculator.commands import FLAG_GROUPS
@@ -148,3 +150,23 @@ def _ollama_tag(situation: Situation) -> str:
         if tag:
             return tag
     return "<model>"
+
+
+PLACEHOLDERS = ("<model>", "MODEL.gguf")
+
+
+def as_addition(fix: Fix) -> Fix:
+    """A command built on a placeholder (no command and no model in the paste) would not start as
+    printed: it becomes the action of adding its environment and flags to the user's own command."""
+    mark = next((m for m in PLACEHOLDERS if m in fix.command), None)
+    if mark is None or "\n" in fix.command:
+        return fix
+    head, _, tail = fix.command.partition(mark)
+    env = " ".join(t for t in head.split() if "=" in t and not t.startswith("-"))
+    said = " and ".join(
+        [*([f"set `{env}`"] if env else []), *([f"add `{tail.strip()}`"] if tail.strip() else [])]
+    )
+    where = ENGINE_LABEL.get(fix.engine, fix.engine)
+    fix.change = f"{fix.change} ({said} to your {where} command)" if said else fix.change
+    fix.command, fix.adds = "", f"{env} {tail.strip()}".strip()
+    return fix

@@ -11,7 +11,7 @@ from typing import Any, cast
 import re2
 
 from bot.diagnosis.budgets import budget_for
-from bot.diagnosis.commands import user_command
+from bot.diagnosis.commands import as_addition, user_command
 from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
@@ -312,7 +312,7 @@ def reply(situation: Situation, title: str, key_point: str | None, fixes: list[F
         summary=key_point,
         short=key_point.split(". ")[0].rstrip(".") + ".",
         sections=sections,
-        fixes=fixes,
+        fixes=[as_addition(f) for f in fixes],
         memory=memory,
         notes=list(situation.notes),
         data=data or {},

@@ -33,7 +33,7 @@ def run(argv, stdin_text=""):
 def _flag_value(text: str, flag: str) -> list[int]:
     values = []
     for line in text.splitlines():
-        parts = line.split()
+        parts = line.replace("`", " ").split()  # a command line, or flags quoted as inline code
         for i, tok in enumerate(parts[:-1]):
             if tok == flag and parts[i + 1].isdigit():
                 values.append(int(parts[i + 1]))
@@ -79,9 +79,10 @@ def test_triage_json_shape():
     assert first["params"]["max_model_len"] == 131072
     assert first["params"]["estimated_max_model_len"] == 5728
     assert {"engine", "command", "effect"} <= set(first["fixes"][0])
-    assert [f["command"] for f in first["fixes"]] == [
-        "vllm serve <model> --max-model-len 5120",
-        "vllm serve <model> --max-model-len 11264 --kv-cache-dtype fp8",
+    # no command or model in the paste: no command line, the flags to add to the user's own
+    assert [(f["command"], f["adds"]) for f in first["fixes"]] == [
+        ("", "--max-model-len 5120"),
+        ("", "--max-model-len 11264 --kv-cache-dtype fp8"),
     ]
     assert all(f["verification"]["starts"] for f in first["fixes"])
     assert isinstance(data["context"], dict)
@@ -90,7 +91,8 @@ def test_triage_json_shape():
 def test_triage_brief():
     code, out = run(["triage", "--brief", "-"], V0_KV)
     assert code == 0
-    assert out.count("```bash") == 1  # the key point and the fix
+    assert out.count("```bash") == 0  # no command in the paste: the fix is the flag to add
+    assert "**Fix:** cap the context at 5,120 tokens (add `--max-model-len 5120` to your vLLM command)" in out
 
 
 def test_vram_human_and_json():

@@ -12,7 +12,7 @@ REPLY = r"/channels/\d+/messages"
 EPHEMERAL = 1 << 6
 TITLE = "vLLM: the KV cache holds 5,728 tokens, the context asks for 131,072"
 CHECKED = "_checked on the budget: starts True, fit_tokens 5728, kv_cache_gib None, serves 5120_"
-COMMAND = "```bash\nvllm serve <model> --max-model-len 5120\n```"
+COMMAND = "(add `--max-model-len 5120` to your vLLM command)"  # the paste has no command
 # vllm issue 10517 (the dev corpus): the profiler's numbers give the reply a memory picture
 PROFILED = (
     "Loading model weights took 14.9888 GB\nMemory profiling results: total_gpu_memory=23.58GiB "

@@ -42,8 +42,9 @@ def test_kv_reply_renders_numbers_fixes_and_fallback():
     rendered = render_reply(reply, feedback=FeedbackRef("C1:1.0", reply.signature))
     body = "\n".join(sections(rendered))
     assert "5,728" in body and "131,072" in body
-    assert "```\nvllm serve &lt;model&gt; --max-model-len 5120\n```" in body
-    assert body.count("```") == 2  # the one fix this paste supports (no model, no GPU: no other engine)
+    # no command or model in the paste: the flag to add, no code block (no other engine either)
+    assert "(add `--max-model-len 5120` to your vLLM command)" in body
+    assert body.count("```") == 0
     assert rendered.text.startswith("vLLM: the KV cache holds 5,728 tokens")
     assert rendered.overflow is None
     assert len(rendered.blocks) <= BLOCKS_MAX and block_text_size(rendered.blocks) <= TOTAL_MAX
@@ -126,7 +127,7 @@ def test_brief_setting_keeps_the_key_point_and_the_fix():
     rendered = render_reply(reply, brief=True)
     body = "\n".join(sections(rendered))
     assert "*Fix:*" in body and "*Or:*" not in body
-    assert body.count("```") == 2
+    assert "(add `--max-model-len 5120` to your vLLM command)" in body
 
 
 def test_memory_bar_is_in_a_code_block():

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from bot.detector import detect
 from bot.diagnosis import diagnose
-from tests.bot.diagnosis.helpers import ranked_fixes
+from tests.bot.diagnosis.helpers import ranked_fixes, runnable
 
 
 def test_the_bare_line_gets_a_diagnosis():
     reply = diagnose(detect("cudaMalloc failed: out of memory"))
     assert reply is not None and reply.signature == "llamacpp.gpu_oom.alloc_bare"
-    assert [f.command for f in ranked_fixes("cudaMalloc failed: out of memory")][:2] == [
-        "llama-server -m MODEL.gguf --fit on",
+    assert [runnable(f) for f in ranked_fixes("cudaMalloc failed: out of memory")][:2] == [
+        "+ --fit on",  # no command or model in the paste: the flag for the user's own llama-server line
         "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
     ]
 

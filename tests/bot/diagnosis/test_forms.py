@@ -9,6 +9,7 @@ from __future__ import annotations
 from bot.detector import detect
 from bot.diagnosis import diagnose
 from bot.reply import Reply
+from tests.bot.diagnosis.helpers import runnable
 from tests.conftest import corpus_record
 
 KV_V0 = (
@@ -26,7 +27,8 @@ def reply_for(text: str) -> Reply:
 
 
 def commands(reply: Reply, engine: str) -> list[str]:
-    return [f.command for f in sorted(reply.fixes, key=lambda f: f.rank) if f.engine == engine]
+    """The commands in rank order; ``+ FLAGS`` where the paste named no command or model."""
+    return [runnable(f) for f in sorted(reply.fixes, key=lambda f: f.rank) if f.engine == engine]
 
 
 def test_seed_case_written_as_a_person_writes_it():
@@ -85,15 +87,14 @@ def test_python_api_users_get_keyword_arguments():
 def test_v0_wording_gets_no_flag_its_version_lacks():
     reply = reply_for(KV_V0)
     assert all("auto" not in c for c in commands(reply, "vllm"))  # --max-model-len auto is 0.14+
-    assert commands(reply, "vllm") == ["vllm serve <model> --max-model-len 5120"]
+    assert commands(reply, "vllm") == ["+ --max-model-len 5120"]
 
 
 def test_utilization_error_asks_for_no_more_than_is_free():
     rec = corpus_record("pytorch175666-free-mem-startup")
     reply = reply_for(rec["text"])
     assert reply.summary.startswith("2.28 GiB of the 22.05 GiB are already in use")
-    fix = next(f for f in reply.fixes if f.engine == "vllm")
-    assert fix.command.endswith("--gpu-memory-utilization 0.88")
+    assert commands(reply, "vllm")[0].endswith("--gpu-memory-utilization 0.88")
     assert 0.88 * 22.05 <= 19.77  # what vLLM checks at start
 
 
@@ -117,7 +118,7 @@ def test_mamba_state_blocks_cap_the_sequences():
     )
     reply = reply_for(paste)
     assert reply.summary == "Each running sequence needs one state block; 40 fit, max_num_seqs is 256."
-    assert commands(reply, "vllm") == ["vllm serve <model> --max-num-seqs 40"]
+    assert commands(reply, "vllm") == ["+ --max-num-seqs 40"]
 
 
 def test_ik_llama_gets_a_bare_flash_attention_switch():
@@ -127,11 +128,11 @@ def test_ik_llama_gets_a_bare_flash_attention_switch():
     )
     reply = reply_for(paste)
     assert reply.category == "kv_quant_needs_flash_attn"
-    assert commands(reply, "llama.cpp") == ["llama-server -m MODEL.gguf -fa"]  # ik_llama.cpp: no value
+    assert commands(reply, "llama.cpp") == ["+ -fa"]  # ik_llama.cpp: no value
     upstream = reply_for(paste.replace("3800 (ikawrakow/ik_llama.cpp)", "6500 (abc1234)"))
-    assert commands(upstream, "llama.cpp") == ["llama-server -m MODEL.gguf -fa on"]  # b6325+: a value
+    assert commands(upstream, "llama.cpp") == ["+ -fa on"]  # b6325+: a value
     old = reply_for(paste.replace("3800 (ikawrakow/ik_llama.cpp)", "3800 (abc1234)"))
-    assert commands(old, "llama.cpp") == ["llama-server -m MODEL.gguf -fa"]  # before b6325: a switch
+    assert commands(old, "llama.cpp") == ["+ -fa"]  # before b6325: a switch
 
 
 def test_pytorch_oom_larger_than_the_gpu_says_so():
