@@ -7,7 +7,7 @@ free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any
 
 import re2
 from pydantic import ValidationError
@@ -102,82 +102,62 @@ def build_request(named: dict[str, str]) -> VramRequest:
     return VramRequest(**request_fields(named))
 
 
-class RequestFields(TypedDict, total=False):
-    """The ``VramRequest`` keywords a /vram request sets (model/gpu may be absent for matchmaking)."""
-
-    model: str
-    gpu: str
-    engine: EngineName
-    max_model_len: int
-    gpus: int
-    tp: int
-    gpu_memory_utilization: float
-    gpu_memory_gib: float
-    vllm_version: str
-    kv_cache_dtype: str
-    cache_type_k: str
-    cache_type_v: str
+def _tokens(key: str, raw: str) -> int:
+    tokens = parse_token_count(raw)
+    if not tokens:
+        raise VramInputError(f"context {raw!r} is not a token count (e.g. 32768 or 32k)")
+    return tokens
 
 
-def request_fields(named: dict[str, str]) -> RequestFields:
-    """Validated request fields from the parsed words (model/gpu may be absent for matchmaking)."""
-    fields: RequestFields = {}
-    if "model" in named:
-        fields["model"] = named["model"]
-    if "gpu" in named:
-        fields["gpu"] = named["gpu"]
+def _whole(key: str, raw: str) -> int:
+    value = parse_number(raw)
+    if value is None or value != int(value) or value < 1:
+        raise VramInputError(f"{key} must be a whole number, got {raw!r}")
+    return int(value)
+
+
+def _fraction(key: str, raw: str) -> float:
+    value = parse_number(raw)
+    if value is None or not 0 < value <= 1:
+        raise VramInputError("utilization must be between 0 and 1, e.g. 0.9")
+    return value
+
+
+def _gib(key: str, raw: str) -> float:
+    value = parse_number(raw.lower().removesuffix("gib").removesuffix("gb"))
+    if not value:
+        raise VramInputError("memory must be a number of GiB, e.g. memory:22.5")
+    return value
+
+
+# the VramRequest fields a /vram word sets, each with its parser (text fields are taken as typed)
+NUMBER_FIELDS = {"max_model_len": _tokens, "gpus": _whole, "tp": _whole,
+                 "gpu_memory_utilization": _fraction, "gpu_memory_gib": _gib}  # fmt: skip
+
+
+def request_fields(named: dict[str, str]) -> dict[str, Any]:
+    """Validated ``VramRequest`` keywords from the parsed words (model/gpu may be absent for matchmaking)."""
+    fields: dict[str, Any] = {k: named[k] for k in ("model", "gpu", "vllm_version") if k in named}
     engine = named.get("engine", "vllm").lower()
     if engine not in ENGINE_ALIASES:
         raise VramInputError(f"unknown engine {engine!r}; use vllm, llama.cpp, ollama or sglang")
     fields["engine"] = ENGINE_ALIASES[engine]
-    if "max_model_len" in named:
-        tokens = parse_token_count(named["max_model_len"])
-        if not tokens:
-            raise VramInputError(
-                f"context {named['max_model_len']!r} is not a token count (e.g. 32768 or 32k)"
-            )
-        fields["max_model_len"] = tokens
-    if "gpus" in named:
-        fields["gpus"] = _whole(named, "gpus")
-    if "tp" in named:
-        fields["tp"] = _whole(named, "tp")
-    if "gpu_memory_utilization" in named:
-        value = parse_number(named["gpu_memory_utilization"])
-        if value is None or not 0 < value <= 1:
-            raise VramInputError("utilization must be between 0 and 1, e.g. 0.9")
-        fields["gpu_memory_utilization"] = value
-    if "gpu_memory_gib" in named:
-        value = parse_number(named["gpu_memory_gib"].lower().removesuffix("gib").removesuffix("gb"))
-        if not value:
-            raise VramInputError("memory must be a number of GiB, e.g. memory:22.5")
-        fields["gpu_memory_gib"] = value
-    if "vllm_version" in named:
-        fields["vllm_version"] = named["vllm_version"]
+    fields.update({k: parse(k, named[k]) for k, parse in NUMBER_FIELDS.items() if k in named})
     if "kv_cache_dtype" in named:
         kv = named["kv_cache_dtype"].lower()
         if fields["engine"] in ("llama.cpp", "ollama"):
-            if kv in ("fp8", "q8"):
-                kv = "q8_0"
+            kv = "q8_0" if kv in ("fp8", "q8") else kv
             if kv not in LLAMACPP_KV_BYTES:
                 raise VramInputError(f"unknown llama.cpp cache type {kv!r}; use f16, q8_0 or q4_0")
-            fields["cache_type_k"] = kv
-            fields["cache_type_v"] = kv
+            fields["cache_type_k"] = fields["cache_type_v"] = kv
         else:
             fields["kv_cache_dtype"] = kv
-    probe: RequestFields = {"model": "x", "gpu": "x", **fields}
     try:
-        VramRequest(**probe)
+        VramRequest(**{"model": "x", "gpu": "x", **fields})
     except ValidationError as exc:
         first = exc.errors()[0]
         raise VramInputError(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
     return fields
-
-
-def _whole(named: dict[str, str], key: str) -> int:
-    value = parse_number(named[key])
-    if value is None or value != int(value) or value < 1:
-        raise VramInputError(f"{key} must be a whole number, got {named[key]!r}")
-    return int(value)
 
 
 def vram_reply(result: VramResult) -> Reply:
@@ -294,7 +274,7 @@ def unechoed(message: str, args: dict[str, str] | None, raw: str) -> str:
     return redact(message).text
 
 
-def match_gpus_reply(fields: RequestFields, lookup: ModelLookup = catalog_lookup) -> Reply:
+def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_lookup) -> Reply:
     """Only a model: which GPUs (and how many) serve it, one card first, least memory first."""
     match = lookup(str(fields["model"]))
     engine = fields.get("engine", "vllm")
@@ -346,7 +326,7 @@ def match_gpus_reply(fields: RequestFields, lookup: ModelLookup = catalog_lookup
     )
 
 
-def match_models_reply(fields: RequestFields) -> Reply:
+def match_models_reply(fields: dict[str, Any]) -> Reply:
     """Only a GPU: the catalog models that fit, best checkpoint each, biggest first."""
     gpu = resolve_gpu(str(fields["gpu"]))
     engine = fields.get("engine", "vllm")
