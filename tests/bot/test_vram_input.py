@@ -11,10 +11,16 @@ from bot.vram import answer, request_fields
     ("raw", "message"),
     [
         ("gpu:4090 model:qwen2.5-7b util:1.5", "utilization must be between 0 and 1, e.g. 0.9"),
-        ("gpu:4090 model:qwen2.5-7b gpus:2.5", "gpus must be a whole number, got (that value)"  # not echoed: not a plain word),
+        (
+            "gpu:4090 model:qwen2.5-7b gpus:2.5",
+            "gpus must be a whole number, got (that value)",
+        ),  # 2.5: not echoed, not a plain word
         ("gpu:4090 model:qwen2.5-7b context:lots", "context 'lots' is not a token count (e.g. 32768 or 32k)"),
         ("gpu:4090 model:qwen2.5-7b memory:none", "memory must be a number of GiB, e.g. memory:22.5"),
-        ("gpu:4090 model:qwen2.5-7b engine:tgi", "unknown engine 'tgi'; use vllm, llama.cpp, ollama or sglang"),
+        (
+            "gpu:4090 model:qwen2.5-7b engine:tgi",
+            "unknown engine 'tgi'; use vllm, llama.cpp, ollama or sglang",
+        ),
     ],
 )
 def test_a_wrong_value_says_what_to_type(raw: str, message: str):
