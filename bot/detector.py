@@ -72,6 +72,7 @@ class Detection:
     findings: list[Finding]
     context: Context
     normalized: Normalized
+    raw: str | bytes = ""  # the paste as given: log prefixes (and the dates in them) are not normalised away
 
     @property
     def root(self) -> Finding | None:
@@ -250,7 +251,7 @@ class Detector:
             findings.append(_finding(loaded, view, match))
         ranked = _rank(findings, self.kb)
         root_engine = ranked[0].engine if ranked else None
-        return Detection(ranked, self._context(norm, hits, root_engine), norm)
+        return Detection(ranked, self._context(norm, hits, root_engine), norm, text)
 
     def _first_match(self, norm: Normalized, hits: list, pattern_ids: list[int]) -> tuple[Any, Any] | None:
         """The first pattern that matches anywhere; among the views, the match that fills the most

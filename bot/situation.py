@@ -18,7 +18,14 @@ from calculator.catalog import GPU
 from calculator.commands import spellings
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
-from knowledge.features import Version, engine_mode, fork_of, parse_version, version_hints
+from knowledge.features import (
+    Version,
+    engine_mode,
+    fork_of,
+    parse_version,
+    release_at_log_date,
+    version_hints,
+)
 
 # the flag each engine setting is written with (every spelling: calculator.commands.spellings)
 SETTING_FLAGS: dict[str, dict[str, str]] = {
@@ -103,6 +110,9 @@ class Situation:
         return self.context.get(name, default)
 
 
+LOG_TAIL = 1 << 18  # bytes of the paste's end searched for its log date
+
+
 def _version(
     detection: Detection, root: Finding, engine: str, text: str
 ) -> tuple[Version | None, Sourced | None]:
@@ -110,11 +120,17 @@ def _version(
     v = parse_version(str(printed)) if printed else None
     if v is not None:
         return v, Sourced(str(printed), "log", "printed in your log")
+    raw = detection.raw[-LOG_TAIL:]  # the latest date is at the end of a log
+    dated = release_at_log_date(engine, raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
+    by_date = (parse_version(dated[0]), Sourced(f"<={dated[0]}", "estimated", f"from your log's date ({dated[1]}): the newest release then")) if dated else None  # fmt: skip
     for marker in (m for m in version_hints(engine, text) if m.since or m.until):
         bound = marker.since or marker.until
-        op = ">=" if marker.since else "<"
         v = parse_version(marker.since) if marker.since else _before(parse_version(marker.until))
-        return v, Sourced(f"{op}{bound}", "estimated", f"from {marker.how}")
+        if by_date and marker.until and v and by_date[0] and by_date[0] < v:
+            return by_date  # the log's date bounds it tighter than the marker
+        return v, Sourced(f"{'>=' if marker.since else '<'}{bound}", "estimated", f"from {marker.how}")
+    if by_date:
+        return by_date
     if root.versions:
         bound = root.versions.lstrip("<>=")
         v = parse_version(bound)

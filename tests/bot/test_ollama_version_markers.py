@@ -16,10 +16,17 @@ def _situation(text: str) -> Situation:
 
 
 def test_the_old_runner_line_dates_the_paste_before_0_11_5():
-    # ollama#9685 (March 2025): `msg="starting llama server" cmd=".../ollama runner --ollama-engine ..."`
-    situation = _situation(wild_log("ollama9685-gemma3-27b-ctx2048")["text"])
+    line = 'msg="starting llama server" cmd="/usr/local/bin/ollama runner --ollama-engine --ctx-size 2048"\n'
+    situation = _situation(line + 'msg=offload library=cuda layers.model=63 memory.required.kv="992.0 MiB"')
     assert situation.version_src is not None and situation.version_src.value == "<0.11.5"
     assert situation.version is not None and situation.version < (0, 11, 5)
+
+
+def test_the_log_date_bounds_it_tighter():
+    # ollama#9685 (lines dated 2025-03-12): v0.6.0 was the newest release then (tagged 2025-03-11)
+    situation = _situation(wild_log("ollama9685-gemma3-27b-ctx2048")["text"])
+    assert situation.version_src is not None and situation.version_src.value == "<=0.6.0"
+    assert situation.version == (0, 6, 0)
 
 
 def test_the_llama_server_line_dates_the_paste_from_0_30():
