@@ -17,35 +17,23 @@ from bot.reply import MemoryPicture
 RGB = tuple[int, int, int]
 
 # One colour per kind of memory; labels that name the same thing (the engines' spellings) share one.
-COLOURS: dict[str, RGB] = {
-    "weights": (66, 133, 244),
-    "weights+activations+graphs": (66, 133, 244),
-    "activations": (251, 188, 4),
-    "activations+other": (251, 188, 4),
-    "activations and graphs": (251, 188, 4),
-    "non-torch": (171, 71, 188),
-    "non torch": (171, 71, 188),
-    "cuda graphs": (234, 67, 53),
-    "other": (0, 172, 193),
-    "kv cache": (52, 168, 83),
-    "compute buffers": (255, 112, 67),
-    "cuda context": (121, 85, 72),
-    "held by others": (55, 71, 79),  # memory another process holds: dark, it is often the cause
-    "not used (1-util)": (188, 170, 164),  # left out on purpose by gpu_memory_utilization
-    "reserved free": (188, 170, 164),
-    "free": (230, 230, 230),
+_KINDS: dict[RGB, tuple[str, ...]] = {
+    (66, 133, 244): ("weights", "weights+activations+graphs"),
+    (251, 188, 4): ("activations", "activations+other", "activations and graphs"),
+    (171, 71, 188): ("non-torch", "non torch"),
+    (234, 67, 53): ("cuda graphs",),
+    (0, 172, 193): ("other",),
+    (52, 168, 83): ("kv cache",),
+    (255, 112, 67): ("compute buffers",),
+    (121, 85, 72): ("cuda context",),
+    (55, 71, 79): ("held by others",),  # memory another process holds: dark, it is often the cause
+    (188, 170, 164): ("not used (1-util)", "reserved free"),  # left out on purpose by the utilization
+    (230, 230, 230): ("free",),
 }
+COLOURS: dict[str, RGB] = {label: colour for colour, labels in _KINDS.items() for label in labels}
 # For labels the table does not know, or a second label that would repeat a colour in one picture.
-SPARE: tuple[RGB, ...] = (
-    (233, 30, 99),
-    (0, 150, 136),
-    (205, 220, 57),
-    (63, 81, 181),
-    (255, 152, 0),
-    (139, 195, 74),
-    (96, 125, 139),
-    (156, 39, 176),
-)
+SPARE: tuple[RGB, ...] = ((233, 30, 99), (0, 150, 136), (205, 220, 57), (63, 81, 181),
+                          (255, 152, 0), (139, 195, 74), (96, 125, 139), (156, 39, 176))  # fmt: skip
 MARKER: RGB = (0, 0, 0)
 CARD_END: RGB = (198, 40, 40)  # where the card ends, when the segments ask for more than it has
 WIDTH, BAR_H, PAD, ROW = 720, 56, 20, 22

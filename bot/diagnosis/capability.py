@@ -3,12 +3,15 @@ for a quantized V cache, a minimum compute capability).  Fixes use what this GPU
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.commands import user_command
 from bot.diagnosis.parts import env_fixes, hardware, reply
 from bot.reply import Fix, Reply
-from bot.situation import Situation
+from bot.shell import Command
+from bot.situation import Situation, resolve_pasted_model
 from calculator.model_names import parse_name
 from knowledge.features import feature_table, parse_version, quant_min_capability, supports
 
@@ -111,11 +114,6 @@ def _format_fixes(situation: Situation, method: str, cc: float) -> list[Fix]:
 
 
 def _swap_model(situation: Situation, model_id: str) -> Situation:
-    from dataclasses import replace
-
-    from bot.shell import Command
-    from bot.situation import resolve_pasted_model
-
     command = situation.command
     if command is not None and situation.model_name and situation.model_name in command.argv:
         argv = [model_id if a == situation.model_name else a for a in command.argv]

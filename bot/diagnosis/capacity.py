@@ -142,16 +142,8 @@ def request_too_long(situation: Situation) -> Reply:
     budget = budget_for(situation)
     if budget is not None and asked:
         goal = Goal(length=int(asked), may_shorten=False)
-        found = [
-            c
-            for c in candidates(
-                situation,
-                budget,
-                ["max_model_len", "ctx_size", "ollama_context_length", "context_length"],
-                goal,
-            )
-            if c.serves_goal
-        ]
+        context_levers = ["max_model_len", "ctx_size", "ollama_context_length", "context_length"]
+        found = [c for c in candidates(situation, budget, context_levers, goal) if c.serves_goal]
         plan = budget.plan0.with_(max_len=_round_up(int(asked)))
         out = budget.estimate.evaluate(plan)
         if out is not None and out.starts:
