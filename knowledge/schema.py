@@ -153,6 +153,7 @@ REMEDIES: frozenset[str] = frozenset(
         "chunked_prefill_size",
         "schedule_conservativeness",
         "page_size_one",
+        "no_dynamic_chunking",
         "mamba_cache_size",
         # PyTorch / transformers / TGI
         "expandable_segments",
@@ -226,6 +227,7 @@ CONTEXT_FIELDS = (
     "oom_stage",
     "page_size",
     "page_size_forced",
+    "pp_chunk_profile_failed",
 )
 
 
