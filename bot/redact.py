@@ -33,7 +33,7 @@ def find_spans(data: bytes, rules: RuleSet | None = None) -> list[Span]:
     starts: list[int] = []
     found: list[Span] = []
     widen: list[tuple[int, int]] = []
-    for index in rules.candidates(data):
+    for index in rules.matching(data):
         rule = rules.rules[index]
         for m in rule.pattern.finditer(data):
             span = rule.secret_span(m)
