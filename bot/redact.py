@@ -190,10 +190,10 @@ def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
     return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
 
 
-def _parts(lines: list[str], first: int, last: int) -> list[str]:
-    """Each line's part of a run: the first without its trailing space, the last without its leading."""
-    inner = [line.strip() for line in lines[first + 1 : last]]
-    return [lines[first].rstrip(), *inner, lines[last].lstrip()]
+def _parts(lines: list[str], stripped: list[str], first: int, last: int) -> list[str]:
+    """Each line's part of a run: the first without its trailing space, the inner ones ``stripped``
+    (every line stripped), the last without its leading space."""
+    return [lines[first].rstrip(), *stripped[first + 1 : last], lines[last].lstrip()]
 
 
 def _layout(parts: list[str], first: int, glue: str) -> list[tuple[int, int, int, str]]:
@@ -222,8 +222,9 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     if not runs:
         return text
     raw: list[str] | None = None
+    stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
     for glue in ("", " "):
-        data, starts = _windows(lines, runs, glue)
+        data, starts = _windows(lines, runs, glue, stripped)
         ascii_only = len(data) == starts[-1]
         for span in find_spans(data):
             kind, start, end = span.kind, span.start, span.end
@@ -233,7 +234,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
             w = bisect.bisect_right(starts, start) - 1
             s, e = start - starts[w], end - starts[w]
             first, last, context = runs[w]
-            layout = _layout(_parts(lines, first, last), first, glue)
+            layout = _layout(_parts(lines, stripped, first, last), first, glue)
             pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
             pieces = [(j, piece) for j, piece in pieces if piece]
             if len(pieces) < 2 or (context and pieces[0][0] == first):
@@ -245,16 +246,17 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     return text if raw is None else "\n".join(raw)
 
 
-def _windows(lines: list[str], runs: list[tuple[int, int, bool]], glue: str) -> tuple[bytes, list[int]]:
+def _windows(
+    lines: list[str], runs: list[tuple[int, int, bool]], glue: str, stripped: list[str]
+) -> tuple[bytes, list[int]]:
     """The runs' lines joined with ``glue``, one run per line, as UTF-8; and where each run starts in
     characters (the last entry: the length of the whole text).  Each run's parts are made again from
-    the lines when a secret is found in it, so they are not all kept."""
-    # each run encoded on its own: the joined text is never one str (two bytes a character as soon as
-    # one character of it is not Latin-1)
+    the lines when a secret is found in it, so they are not all kept; each run is encoded on its own, so
+    the joined text is never one str (two bytes a character once one character is not Latin-1)."""
     chars: list[int] = []
     chunks: list[bytes] = []
     for a, b, _c in runs:
-        window = glue.join(_parts(lines, a, b))
+        window = glue.join(_parts(lines, stripped, a, b))
         chars.append(len(window) + 1)
         chunks.append(window.encode("utf-8"))
     starts = list(itertools.accumulate(chars, initial=0))

@@ -31,7 +31,7 @@ DATA = Path(__file__).resolve().parent / "data"
 # of bench/detector_vs_grep.py (machine of docs/benchmarks.md) each rule took 2-3 ms a MiB, the Set of
 # 15 took 3 ms a MiB plus 21 ms to compile; below 1 MiB the compile costs more than it saves
 SET_MIN_BYTES = 1 << 20
-SET_MAX_MEM = 64 << 20  # as the keyword Set; past it the Set fails (to build, or answers without \z)
+SET_MAX_MEM = 64 << 20  # per Set; past it a Set fails (to build, or answers without \z)
 SETS_KEPT = 16  # compiled Sets kept per rule set, by candidate list (a paste's views share one)
 TERMINATOR_MAX = 2  # gitleaks' rules end a secret with one quote/space/semicolon or an escaped \\n
 OWN_FILE = DATA / "secret_rules.yaml"
@@ -178,14 +178,9 @@ class RuleSet:
         for i, r in enumerate(self.rules):
             for k in dict.fromkeys(r.keywords):
                 self._by_keyword[k].append(i)
-        options = re2.Options()
-        options.case_sensitive = False
-        options.literal = True
-        options.max_mem = 64 << 20
-        self._set = re2.Set.SearchSet(options)
-        for k in self._keywords:
-            self._set.Add(k)
-        self._set.Compile()
+        self._set = _search_set(self._keywords, case_sensitive=False, literal=True)
+        if self._set is None:
+            raise re2.error("the secret rules' keywords do not fit an RE2 Set")
         self._regex_sets: dict[tuple[int, ...], Any] = {}
 
     def candidates(self, data: bytes) -> list[int]:
@@ -196,32 +191,30 @@ class RuleSet:
         return sorted(hits)
 
     def matching(self, data: bytes) -> list[int]:
-        """The candidates whose regex matches somewhere in ``data``.  On a long text that is one pass of
-        an RE2 Set of their regexes instead of one pass per rule; the Set holds ``\\z`` too, which
-        matches every text: an answer without it means the Set's DFA ran out of memory, and every
-        candidate is then searched."""
+        """The candidates whose regex matches somewhere in ``data``.  On a long text that is one pass of an
+        RE2 Set of their regexes and ``\\z``, which matches every text: an answer without it means the
+        Set's DFA ran out of memory, and every candidate is searched (as when RE2 cannot build the Set)."""
         found = self.candidates(data)
         if len(data) < SET_MIN_BYTES or not found:
             return found
-        key = tuple(found)
-        if key not in self._regex_sets:
+        if (key := tuple(found)) not in self._regex_sets:
             if len(self._regex_sets) >= SETS_KEPT:
                 self._regex_sets.clear()
-            self._regex_sets[key] = _regex_set([self.rules[i].regex for i in found])
-        regex_set = self._regex_sets[key]
-        hits = set(regex_set.Match(data) or ()) if regex_set is not None else set()
+            self._regex_sets[key] = _search_set([*(self.rules[i].regex for i in found), r"\z"])
+        hits = set(self._regex_sets[key].Match(data) or ()) if self._regex_sets[key] is not None else set()
         return [i for n, i in enumerate(found) if n in hits] if len(found) in hits else found
 
 
-def _regex_set(regexes: list[str]) -> Any:
-    """An RE2 Set of the regexes and then ``\\z`` (None when RE2 cannot build it)."""
+def _search_set(patterns: list[str], **flags: bool) -> Any:
+    """An unanchored RE2 Set of the patterns (None when RE2 cannot build it)."""
     options = re2.Options()
-    options.max_mem = SET_MAX_MEM
-    options.log_errors = False
+    options.max_mem, options.log_errors = SET_MAX_MEM, False
+    for name, value in flags.items():
+        setattr(options, name, value)
     regex_set = re2.Set.SearchSet(options)
     try:
-        for regex in [*regexes, r"\z"]:
-            regex_set.Add(regex)
+        for pattern in patterns:
+            regex_set.Add(pattern)
         regex_set.Compile()
     except re2.error:
         return None

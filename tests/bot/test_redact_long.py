@@ -54,9 +54,10 @@ def test_a_set_re2_cannot_build_runs_every_candidate(monkeypatch):
     specs = secret_rules._build(secret_rules.OWN_FILE.read_bytes(), secret_rules.GITLEAKS_FILE.read_bytes())
     data = ("token=hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7 " + FILLER + "\n").encode() * 12000
     assert len(data) >= secret_rules.SET_MIN_BYTES
-    keyed = secret_rules.RuleSet(specs).candidates(data)
-    monkeypatch.setattr(secret_rules, "SET_MAX_MEM", 1 << 10)  # too little for any Set
-    assert secret_rules.RuleSet(specs).matching(data) == keyed
+    rules = secret_rules.RuleSet(specs)
+    keyed = rules.candidates(data)
+    monkeypatch.setattr(secret_rules, "SET_MAX_MEM", 1 << 10)  # too little for a Set of regexes
+    assert rules.matching(data) == keyed
     monkeypatch.undo()
     narrowed = secret_rules.RuleSet(specs).matching(data)
     assert set(narrowed) < set(keyed) and "huggingface-token" in {specs[i].id for i in narrowed}
