@@ -120,16 +120,7 @@ TERMINAL_WRAP = 80
 _CANDIDATE_ANY = re.compile("\n(?=[^\x02\n])(?<=[^\n]\n)")
 _CANDIDATE_LONG = re.compile(f"\n(?=[^\x02\n])(?<=[^\n]{{{WRAP_MIN_LENGTH}}}\n)")
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
-_RECORD_WORDS = (
-    "Traceback",
-    'File "',
-    "During handling",
-    "The above exception",
-    "INFO",
-    "ERROR",
-    "WARN",
-    "DEBUG",
-)
+_RECORD_WORDS = tuple('Traceback|File "|During handling|The above exception|INFO|ERROR|WARN|DEBUG'.split("|"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
 _RECORD_START = re.compile(
     "["

@@ -2,7 +2,8 @@
 (bot/data/secret_rules_gitleaks.yaml, imported by scripts/import_gitleaks.py), compiled for RE2.
 
 A rule set finds, in one pass over the text, which rules can match at all: an RE2 Set of the rules'
-keywords (case-insensitive literals, as gitleaks prefilters); only those rules' regexes then run.
+keywords (case-insensitive literals, as gitleaks prefilters); on a long text, one more pass of a Set of
+those rules' regexes keeps the ones that match somewhere.  Only they then run, one by one.
 
 Start-up cost: the rules are parsed and validated once per content of the two files and kept in the
 validated-data cache (:mod:`knowledge.cache`) as plain values, so a start reads them back without
@@ -27,9 +28,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 DATA = Path(__file__).resolve().parent / "data"
-# Where a Set of the candidate rules' regexes beats running them one by one: on the realistic 10 MiB log
-# of bench/detector_vs_grep.py (machine of docs/benchmarks.md) each rule took 2-3 ms a MiB, the Set of
-# 15 took 3 ms a MiB plus 21 ms to compile; below 1 MiB the compile costs more than it saves
+# From 1 MiB a Set of the candidates' regexes beats running them one by one: on bench/detector_vs_grep.py's
+# 10 MiB log (docs/benchmarks.md's machine) a rule took 2-3 ms a MiB, a Set of 15: 3 ms a MiB + 21 ms to build
 SET_MIN_BYTES = 1 << 20
 SET_MAX_MEM = 64 << 20  # per Set; past it a Set fails (to build, or answers without \z)
 SETS_KEPT = 16  # compiled Sets kept per rule set, by candidate list (a paste's views share one)
