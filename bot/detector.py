@@ -19,18 +19,9 @@ from bot.numbers import parse_int, parse_number, parse_token_count
 from knowledge import KnowledgeBase, load_builtin
 from knowledge.loader import LoadedSignature
 
-_MEM_FACTORS = {  # bytes per printed unit
-    "b": 1,
-    "bytes": 1,
-    "kib": 1 << 10,
-    "kb": 1000,
-    "mib": 1 << 20,
-    "mb": 1_000_000,
-    "gib": 1 << 30,
-    "gb": 1_000_000_000,
-    "tib": 1 << 40,
-    "tb": 10**12,
-}
+# bytes per printed unit: b, bytes, then kb/mb/gb/tb (powers of 1000) and kib/mib/gib/tib (of 1024)
+_MEM_FACTORS = {"b": 1, "bytes": 1} | {f"{p}b": 1000**n for n, p in enumerate("kmgt", 1)}
+_MEM_FACTORS |= {f"{p}ib": 1 << (10 * n) for n, p in enumerate("kmgt", 1)}
 _TARGET = {"_gib": 1 << 30, "_mib": 1 << 20, "_bytes": 1}
 MAX_TOKENS = 1 << 27  # 134M: ten times the longest context any model offers; larger is nonsense
 MAX_GIB = 1 << 16  # 64 TiB: more RAM or GPU memory than any one machine has

@@ -120,16 +120,7 @@ TERMINAL_WRAP = 80
 _CANDIDATE_ANY = re.compile("\n(?=[^\x02\n])(?<=[^\n]\n)")
 _CANDIDATE_LONG = re.compile(f"\n(?=[^\x02\n])(?<=[^\n]{{{WRAP_MIN_LENGTH}}}\n)")
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
-_RECORD_WORDS = (
-    "Traceback",
-    'File "',
-    "During handling",
-    "The above exception",
-    "INFO",
-    "ERROR",
-    "WARN",
-    "DEBUG",
-)
+_RECORD_WORDS = tuple('Traceback|File "|During handling|The above exception|INFO|ERROR|WARN|DEBUG'.split("|"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
 _RECORD_START = re.compile(
     "["
@@ -183,13 +174,6 @@ class View:
         """Byte offset of each logical line in ``data``."""
         return _offsets(map(len, self.data.split(b"\n")))
 
-    @cached_property
-    def line_starts(self) -> array:
-        """Char offset of each logical line in ``text``."""
-        if self.data.isascii():  # byte and char offsets agree
-            return self.byte_starts
-        return _offsets(map(len, self.text.split("\n")))
-
     def line_at(self, byte_offset: int) -> int:
         """The logical line holding a byte offset of ``data``."""
         return max(0, bisect.bisect_right(self.byte_starts, byte_offset) - 1)
@@ -208,12 +192,6 @@ class Normalized:
     def lines(self) -> tuple[str, ...]:
         """The cleaned physical lines (split from the plain view on first use, not kept twice)."""
         return tuple(self.views[0].text.split("\n"))
-
-
-def decode(data: bytes | str) -> str:
-    if isinstance(data, bytes):
-        data = data.decode("utf-8", errors="replace")
-    return data
 
 
 def clean_text(text: str) -> str:
@@ -283,13 +261,14 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 
 
 def normalize(data: bytes | str) -> Normalized:
-    raw_text = unwrap(visible(decode(data)))  # undo quote bars, glued records, doubled lines
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
     marked = strip_prefixes(raw_text)
     any_prefixed = _MARK in marked
     lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
     joins = _find_joins(lines, any_prefixed, marked, raw_text)
     del marked, raw_text
-    views = [_plain_view(lines)]
+    views = [View.build(lines, range(len(lines)))]
     if joins:
         groups = _join_groups(joins)
         views.append(_joined_view(lines, groups, ""))
@@ -319,10 +298,6 @@ def _find_joins(cleaned: list[str], any_prefixed: bool, marked: str, raw_text: s
                 continue
         joins.append(line)
     return joins
-
-
-def _plain_view(lines: list[str]) -> View:
-    return View.build(lines, range(len(lines)))
 
 
 def _join_groups(joins: list[int]) -> list[tuple[int, int]]:

@@ -33,7 +33,7 @@ def find_spans(data: bytes, rules: RuleSet | None = None) -> list[Span]:
     starts: list[int] = []
     found: list[Span] = []
     widen: list[tuple[int, int]] = []
-    for index in rules.candidates(data):
+    for index in rules.matching(data):
         rule = rules.rules[index]
         for m in rule.pattern.finditer(data):
             span = rule.secret_span(m)
@@ -119,6 +119,7 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
 
 WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
+Run = tuple[int, int, bool]  # first and last line, and whether the first is only context
 TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
 
 
@@ -143,13 +144,13 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     return True
 
 
-def _runs(lines: list[str], raw: list[int]) -> list[tuple[int, int, bool]]:
+def _runs(lines: list[str], raw: list[int]) -> list[Run]:
     """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
     unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
     a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
     line may be wider, by a prefix the wrap did not count: a run is also read without its last line).
     ``raw`` holds the length of each raw line (prefixes included)."""
-    runs: list[tuple[int, int, bool]] = []  # (first, last, whether the first line is only context)
+    runs: list[Run] = []
     k, n = 0, len(lines)
     starts = _may_continue(lines, raw)  # the lines a run can start from, found without a Python loop
     at = 0
@@ -190,10 +191,10 @@ def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
     return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
 
 
-def _parts(lines: list[str], first: int, last: int) -> list[str]:
-    """Each line's part of a run: the first without its trailing space, the last without its leading."""
-    inner = [line.strip() for line in lines[first + 1 : last]]
-    return [lines[first].rstrip(), *inner, lines[last].lstrip()]
+def _parts(lines: list[str], stripped: list[str], first: int, last: int) -> list[str]:
+    """Each line's part of a run: the first without its trailing space, the inner ones ``stripped``
+    (every line stripped), the last without its leading space."""
+    return [lines[first].rstrip(), *stripped[first + 1 : last], lines[last].lstrip()]
 
 
 def _layout(parts: list[str], first: int, glue: str) -> list[tuple[int, int, int, str]]:
@@ -222,8 +223,13 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     if not runs:
         return text
     raw: list[str] | None = None
+    stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
+    nul_glued, sizes = _windows(lines, runs, stripped)
     for glue in ("", " "):
-        data, starts = _windows(lines, runs, glue)
+        data = nul_glued.replace(b"\0", glue.encode())
+        glued = map(operator.sub, sizes, (b - a for a, b, _c in runs)) if not glue else iter(sizes)
+        starts = list(itertools.accumulate(glued, initial=0))
+        starts[-1] -= 1  # no newline after the last run
         ascii_only = len(data) == starts[-1]
         for span in find_spans(data):
             kind, start, end = span.kind, span.start, span.end
@@ -233,7 +239,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
             w = bisect.bisect_right(starts, start) - 1
             s, e = start - starts[w], end - starts[w]
             first, last, context = runs[w]
-            layout = _layout(_parts(lines, first, last), first, glue)
+            layout = _layout(_parts(lines, stripped, first, last), first, glue)
             pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
             pieces = [(j, piece) for j, piece in pieces if piece]
             if len(pieces) < 2 or (context and pieces[0][0] == first):
@@ -245,21 +251,17 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     return text if raw is None else "\n".join(raw)
 
 
-def _windows(lines: list[str], runs: list[tuple[int, int, bool]], glue: str) -> tuple[bytes, list[int]]:
-    """The runs' lines joined with ``glue``, one run per line, as UTF-8; and where each run starts in
-    characters (the last entry: the length of the whole text).  Each run's parts are made again from
-    the lines when a secret is found in it, so they are not all kept."""
-    # each run encoded on its own: the joined text is never one str (two bytes a character as soon as
-    # one character of it is not Latin-1)
+def _windows(lines: list[str], runs: list[Run], stripped: list[str]) -> tuple[bytes, list[int]]:
+    """The runs' lines joined with NUL (gone since :func:`visible`: the caller puts each glue in its
+    place), one run per line, as UTF-8, and each run's length in characters plus one; each run encoded
+    on its own, so the joined text is never one str (two bytes a character once one is not Latin-1)."""
     chars: list[int] = []
     chunks: list[bytes] = []
     for a, b, _c in runs:
-        window = glue.join(_parts(lines, a, b))
+        window = "\0".join(_parts(lines, stripped, a, b))
         chars.append(len(window) + 1)
         chunks.append(window.encode("utf-8"))
-    starts = list(itertools.accumulate(chars, initial=0))
-    starts[-1] -= 1  # no newline after the last run
-    return b"\n".join(chunks), starts
+    return b"\n".join(chunks), chars
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:

@@ -2,7 +2,8 @@
 (bot/data/secret_rules_gitleaks.yaml, imported by scripts/import_gitleaks.py), compiled for RE2.
 
 A rule set finds, in one pass over the text, which rules can match at all: an RE2 Set of the rules'
-keywords (case-insensitive literals, as gitleaks prefilters); only those rules' regexes then run.
+keywords (case-insensitive literals, as gitleaks prefilters); on a long text, one more pass of a Set of
+those rules' regexes keeps the ones that match somewhere.  Only they then run, one by one.
 
 Start-up cost: the rules are parsed and validated once per content of the two files and kept in the
 validated-data cache (:mod:`knowledge.cache`) as plain values, so a start reads them back without
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 DATA = Path(__file__).resolve().parent / "data"
+# From 1 MiB a Set of the candidates' regexes beats running them one by one: on bench/detector_vs_grep.py's
+# 10 MiB log (docs/benchmarks.md's machine) a rule took 2-3 ms a MiB, a Set of 15: 3 ms a MiB + 21 ms to build
+SET_MIN_BYTES = 1 << 20
+SET_MAX_MEM = 64 << 20  # per Set; past it a Set fails (to build, or answers without \z)
+SETS_KEPT = 16  # compiled Sets kept per rule set, by candidate list (a paste's views share one)
 TERMINATOR_MAX = 2  # gitleaks' rules end a secret with one quote/space/semicolon or an escaped \\n
 OWN_FILE = DATA / "secret_rules.yaml"
 GITLEAKS_FILE = DATA / "secret_rules_gitleaks.yaml"
@@ -172,14 +178,10 @@ class RuleSet:
         for i, r in enumerate(self.rules):
             for k in dict.fromkeys(r.keywords):
                 self._by_keyword[k].append(i)
-        options = re2.Options()
-        options.case_sensitive = False
-        options.literal = True
-        options.max_mem = 64 << 20
-        self._set = re2.Set.SearchSet(options)
-        for k in self._keywords:
-            self._set.Add(k)
-        self._set.Compile()
+        self._set = _search_set(self._keywords, case_sensitive=False, literal=True)
+        if self._set is None:
+            raise re2.error("the secret rules' keywords do not fit an RE2 Set")
+        self._regex_sets: dict[tuple[int, ...], Any] = {}
 
     def candidates(self, data: bytes) -> list[int]:
         """Indexes of the rules one of whose keywords is in ``data``, in precedence order."""
@@ -187,6 +189,36 @@ class RuleSet:
         for k in self._set.Match(data) or ():
             hits.update(self._by_keyword[self._keywords[k]])
         return sorted(hits)
+
+    def matching(self, data: bytes) -> list[int]:
+        """The candidates whose regex matches somewhere in ``data``.  On a long text that is one pass of an
+        RE2 Set of their regexes and ``\\z``, which matches every text: an answer without it means the
+        Set's DFA ran out of memory, and every candidate is searched (as when RE2 cannot build the Set)."""
+        found = self.candidates(data)
+        if len(data) < SET_MIN_BYTES or not found:
+            return found
+        if (key := tuple(found)) not in self._regex_sets:
+            if len(self._regex_sets) >= SETS_KEPT:
+                self._regex_sets.clear()
+            self._regex_sets[key] = _search_set([*(self.rules[i].regex for i in found), r"\z"])
+        hits = set(self._regex_sets[key].Match(data) or ()) if self._regex_sets[key] is not None else set()
+        return [i for n, i in enumerate(found) if n in hits] if len(found) in hits else found
+
+
+def _search_set(patterns: list[str], **flags: bool) -> Any:
+    """An unanchored RE2 Set of the patterns (None when RE2 cannot build it)."""
+    options = re2.Options()
+    options.max_mem, options.log_errors = SET_MAX_MEM, False
+    for name, value in flags.items():
+        setattr(options, name, value)
+    regex_set = re2.Set.SearchSet(options)
+    try:
+        for pattern in patterns:
+            regex_set.Add(pattern)
+        regex_set.Compile()
+    except re2.error:
+        return None
+    return regex_set
 
 
 @cache

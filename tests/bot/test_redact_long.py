@@ -1,0 +1,63 @@
+"""Long pastes: past ``SET_MIN_BYTES`` the rules to run are narrowed by one RE2 Set pass of their regexes;
+the same secrets must come out as when every keyword candidate runs on its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot import secret_rules
+from bot.redact import find_spans, redact
+from tests.hardening.planted import planted
+
+FILLER = "INFO 04-12 08:21:19 [gpu_model_runner.py:1067] Model loading took 14.99 GiB and 5.1 seconds"
+
+
+def long_paste(items) -> str:
+    """Each planted text between runs of engine log lines, the whole past the Set's threshold."""
+    gap = "\n".join([FILLER] * 40)
+    body = "\n".join(f"{gap}\n{p.text}" for p in items)
+    repeat = secret_rules.SET_MIN_BYTES // len(body) + 1
+    return "\n".join([body] * repeat)
+
+
+@pytest.fixture(scope="module")
+def items():
+    return planted(per_rule=1)
+
+
+def test_the_set_pass_finds_the_spans_each_rule_finds(items, monkeypatch):
+    data = long_paste(items).encode("utf-8")
+    assert len(data) >= secret_rules.SET_MIN_BYTES
+    narrowed = find_spans(data)
+    monkeypatch.setattr(secret_rules, "SET_MIN_BYTES", len(data) + 1)
+    assert find_spans(data) == narrowed
+    assert {s.kind for s in narrowed} >= {"Hugging Face token", "GitHub token", "private key"}
+
+
+def test_a_long_paste_is_redacted_as_without_the_set(items, monkeypatch):
+    text = long_paste(items)
+    fast = redact(text)
+    monkeypatch.setattr(secret_rules, "SET_MIN_BYTES", len(text.encode()) * 2)
+    assert redact(text) == fast
+
+
+def test_sparse_secrets_in_a_long_log_are_removed():
+    secret = "hf_" + "AbCdEfGh12" * 4
+    text = "\n".join(f"{FILLER} HF_TOKEN={secret}" if i % 200 == 199 else FILLER for i in range(24000))
+    assert len(text) >= secret_rules.SET_MIN_BYTES
+    r = redact(text)
+    assert secret not in r.text and r.kinds == ("Hugging Face token",)
+    assert r.text.count("[Hugging Face token removed]") == 120
+
+
+def test_a_set_re2_cannot_build_runs_every_candidate(monkeypatch):
+    specs = secret_rules._build(secret_rules.OWN_FILE.read_bytes(), secret_rules.GITLEAKS_FILE.read_bytes())
+    data = ("token=hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7 " + FILLER + "\n").encode() * 12000
+    assert len(data) >= secret_rules.SET_MIN_BYTES
+    rules = secret_rules.RuleSet(specs)
+    keyed = rules.candidates(data)
+    monkeypatch.setattr(secret_rules, "SET_MAX_MEM", 1 << 10)  # too little for a Set of regexes
+    assert rules.matching(data) == keyed
+    monkeypatch.undo()
+    narrowed = secret_rules.RuleSet(specs).matching(data)
+    assert set(narrowed) < set(keyed) and "huggingface-token" in {specs[i].id for i in narrowed}
