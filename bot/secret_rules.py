@@ -32,6 +32,9 @@ DATA = Path(__file__).resolve().parent / "data"
 # 10 MiB log (docs/benchmarks.md's machine) a rule took 2-3 ms a MiB, a Set of 15: 3 ms a MiB + 21 ms to build
 SET_MIN_BYTES = 1 << 20
 SET_MAX_MEM = 64 << 20  # per Set; past it a Set fails (to build, or answers without \z)
+# ... for a few candidates only: a paste holding many rules' keywords (1.6 MiB of planted secrets, 200+
+# candidates) made the Set's DFA thrash its memory before failing, 10x slower than searching one by one
+SET_MAX_RULES = 32
 SETS_KEPT = 16  # compiled Sets kept per rule set, by candidate list (a paste's views share one)
 TERMINATOR_MAX = 2  # gitleaks' rules end a secret with one quote/space/semicolon or an escaped \\n
 OWN_FILE = DATA / "secret_rules.yaml"
@@ -90,11 +93,17 @@ class SecretRule:
     explicit_group: bool = False
     group_given: int | None = field(default=None, repr=False)
 
+    @property
+    def source(self) -> str:
+        """The regex as searched: ^ and $ at every line (gitleaks' rules end on ``$`` where a secret
+        ends its file; in a paste it ends a line: sidekiq-sensitive-url missed every URL but the last)."""
+        return "(?m)" + self.regex
+
     @cached_property
     def pattern(self) -> Any:
         options = re2.Options()
         options.max_mem = 32 << 20
-        return re2.compile(self.regex, options)
+        return re2.compile(self.source, options)
 
     @cached_property
     def group(self) -> int:
@@ -195,12 +204,12 @@ class RuleSet:
         RE2 Set of their regexes and ``\\z``, which matches every text: an answer without it means the
         Set's DFA ran out of memory, and every candidate is searched (as when RE2 cannot build the Set)."""
         found = self.candidates(data)
-        if len(data) < SET_MIN_BYTES or not found:
+        if len(data) < SET_MIN_BYTES or not found or len(found) > SET_MAX_RULES:
             return found
         if (key := tuple(found)) not in self._regex_sets:
             if len(self._regex_sets) >= SETS_KEPT:
                 self._regex_sets.clear()
-            self._regex_sets[key] = _search_set([*(self.rules[i].regex for i in found), r"\z"])
+            self._regex_sets[key] = _search_set([*(self.rules[i].source for i in found), r"\z"])
         hits = set(self._regex_sets[key].Match(data) or ()) if self._regex_sets[key] is not None else set()
         return [i for n, i in enumerate(found) if n in hits] if len(found) in hits else found
 

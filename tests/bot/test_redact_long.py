@@ -26,6 +26,7 @@ def items():
 
 
 def test_the_set_pass_finds_the_spans_each_rule_finds(items, monkeypatch):
+    monkeypatch.setattr(secret_rules, "SET_MAX_RULES", 10_000)  # every rule's keyword is in this paste
     data = long_paste(items).encode("utf-8")
     assert len(data) >= secret_rules.SET_MIN_BYTES
     narrowed = find_spans(data)
@@ -35,6 +36,7 @@ def test_the_set_pass_finds_the_spans_each_rule_finds(items, monkeypatch):
 
 
 def test_a_long_paste_is_redacted_as_without_the_set(items, monkeypatch):
+    monkeypatch.setattr(secret_rules, "SET_MAX_RULES", 10_000)
     text = long_paste(items)
     fast = redact(text)
     monkeypatch.setattr(secret_rules, "SET_MIN_BYTES", len(text.encode()) * 2)
@@ -61,3 +63,12 @@ def test_a_set_re2_cannot_build_runs_every_candidate(monkeypatch):
     monkeypatch.undo()
     narrowed = secret_rules.RuleSet(specs).matching(data)
     assert set(narrowed) < set(keyed) and "huggingface-token" in {specs[i].id for i in narrowed}
+
+
+def test_many_candidates_are_searched_one_by_one(items):
+    # a Set of 200+ rules' regexes made RE2's DFA thrash before it failed: past SET_MAX_RULES no Set
+    specs = secret_rules._build(secret_rules.OWN_FILE.read_bytes(), secret_rules.GITLEAKS_FILE.read_bytes())
+    rules = secret_rules.RuleSet(specs)
+    data = long_paste(items).encode("utf-8")
+    assert len(rules.candidates(data)) > secret_rules.SET_MAX_RULES
+    assert rules.matching(data) == rules.candidates(data) and not rules._regex_sets

@@ -272,3 +272,17 @@ def test_a_token_no_rule_knows_is_not_echoed_as_a_model_name():
     svc_reply = answer_vram({"gpu": "4090", "model": "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9"})
     assert "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9" not in svc_reply.summary
     assert svc_reply.summary == "unknown model (that value)"
+
+
+def test_the_redacted_paste_itself_holds_no_planted_secret():
+    """Every planted secret in one paste, each followed by others: a rule that ends on ``$`` must still
+    match mid-paste (sidekiq-sensitive-url kept 'https://cafebabe:…@gems.contribsys.com' but the last)."""
+    assert echoed(redact(corpus_paste(CORPUS)).text, CORPUS) == []
+
+
+def test_a_rule_ending_on_end_of_text_matches_at_a_line_end_on_a_long_paste():
+    # from 1 MiB the rules that can match are picked by one RE2 Set pass over their regexes
+    url = "https://cafebabe:deadbeef@gems.contribsys.com"
+    for filler in ("", "INFO starting engine\n" * 60_000):
+        text = filler + f"bundle config gems.contribsys.com {url}\nERROR: CUDA out of memory\n"
+        assert "cafebabe" not in redact(text).text
