@@ -110,9 +110,6 @@ class Situation:
         return self.context.get(name, default)
 
 
-LOG_TAIL = 1 << 18  # bytes of the paste's end searched for its log date
-
-
 def _version(
     detection: Detection, root: Finding, engine: str, text: str
 ) -> tuple[Version | None, Sourced | None]:
@@ -120,9 +117,11 @@ def _version(
     v = parse_version(str(printed)) if printed else None
     if v is not None:
         return v, Sourced(str(printed), "log", "printed in your log")
-    raw = detection.raw[-LOG_TAIL:]  # the latest date is at the end of a log
-    dated = release_at_log_date(engine, raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
-    by_date = (parse_version(dated[0]), Sourced(f"<={dated[0]}", "estimated", f"from your log's date ({dated[1]}): the newest release then")) if dated else None  # fmt: skip
+    dated = release_at_log_date(engine, detection.raw)
+    by_date = None
+    if dated is not None:
+        how = f"from your log's date ({dated[1]}): the newest release then"
+        by_date = parse_version(dated[0]), Sourced(f"<={dated[0]}", "estimated", how)
     for marker in (m for m in version_hints(engine, text) if m.since or m.until):
         bound = marker.since or marker.until
         v = parse_version(marker.since) if marker.since else _before(parse_version(marker.until))

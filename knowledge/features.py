@@ -165,13 +165,19 @@ def engine_mode(engine: str, text: str) -> str | None:
     return next((m.mode for m in version_hints(engine, text) if m.mode), None)
 
 
-def release_at_log_date(engine: str, text: str) -> tuple[str, str] | None:
+LOG_TAIL = 1 << 18  # bytes of a paste's end searched for its log date (the latest date ends a log)
+
+
+def release_at_log_date(engine: str, paste: str | bytes) -> tuple[str, str] | None:
     """(the newest release tagged by the latest date the log's lines carry, that date); None when the
     engine's lines carry no date, or one outside the table (before its first or after its last release:
-    releases after the table's are unknown here)."""
+    releases after the table's are unknown here).  ``paste`` as given: normalising strips the log
+    prefixes that hold the dates."""
     for table in feature_table().releases:
         if table.engine != engine:
             continue
+        tail = paste[-LOG_TAIL:]
+        text = tail.decode(errors="replace") if isinstance(tail, bytes) else tail
         dates = re2.findall(table.dated_by, text)
         if not dates:
             return None

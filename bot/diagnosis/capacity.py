@@ -74,9 +74,8 @@ def kv_short(situation: Situation) -> Reply:
     serves = any(c.serves_goal for c in found)
     key = _key_point(situation, fit, want, serves, bool(fixes))
     fixes += other_engine_lines(situation, want) + advice_fixes(situation, situation.root.remedies)
-    facts = None
     extra = [] if serves else [hardware(situation, want)]
-    return reply(situation, title, key, fixes, facts, picture(out0, f"GPU memory as {engine} budgets it"), extra,
+    return reply(situation, title, key, fixes, None, picture(out0, f"GPU memory as {engine} budgets it"), extra,
                  {"fit_tokens": fit, "max_model_len": want})  # fmt: skip
 
 
@@ -157,8 +156,7 @@ def request_too_long(situation: Situation) -> Reply:
     if not asked or not limit:
         key = None
     fixes += advice_fixes(situation, situation.root.remedies)
-    facts = None
-    return reply(situation, title, key, fixes, facts)
+    return reply(situation, title, key, fixes)
 
 
 def _fitted_context(situation: Situation, length: int) -> list[Fix]:

@@ -159,13 +159,16 @@ def _capped(budget: Budget, plan: Plan, out: Outcome | None, goal: Goal) -> Cand
     when the fit does not hold itself the longest context that does is searched (halving the gap)."""
     if out is None or not goal.may_shorten or out.fit_len < MIN_CONTEXT:
         return None
-    lo, hi = MIN_CONTEXT - 1, min(out.fit_len, goal.length or out.fit_len)
-    if _holding(budget, plan, round_down_clean(hi)) is None:
+    hi = min(out.fit_len, goal.length or out.fit_len)
+    length = round_down_clean(hi)
+    capped_out = _holding(budget, plan, length)
+    if capped_out is None:  # the fit does not hold itself: the longest context that does
+        lo = MIN_CONTEXT - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if _holding(budget, plan, mid) else (lo, mid - 1)
-    length = round_down_clean(hi)
-    capped_out = _holding(budget, plan, length) if length >= MIN_CONTEXT else None
+        length = round_down_clean(hi)
+        capped_out = _holding(budget, plan, length) if length >= MIN_CONTEXT else None
     if capped_out is None:
         return None
     return Candidate([lever("cap_context")], plan.with_(max_len=length), capped_out, False)
