@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import re2
 
-from knowledge.cache import cached, code_digest, content_key
+from knowledge.cache import cached, code_digest, content_key, load_yaml
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -155,11 +155,8 @@ def _rule(spec: RuleData) -> SecretRule:
 
 
 def _read(data: bytes) -> list[RuleData]:
-    import yaml
-
     _spec, rule_file = _spec_models()
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    rules = rule_file.model_validate(yaml.load(data, Loader=loader)).rules  # type: ignore[attr-defined]
+    rules = rule_file.model_validate(load_yaml(data)).rules  # type: ignore[attr-defined]
     return [
         RuleData(r.id, r.kind, r.regex, tuple(r.keywords), r.entropy, r.group, tuple(r.allow), r.stage)
         for r in rules

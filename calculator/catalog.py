@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calculator.units import GB, GIB
-from knowledge.cache import cached, code_digest, content_key
+from knowledge.cache import cached, code_digest, content_key, load_yaml
 
 LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
 
@@ -260,12 +260,6 @@ class _QuantFile(_Strict):
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-def _load_yaml(data: bytes) -> dict:
-    import yaml  # only on a cache miss
-
-    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
 def _files(*names: str) -> list[tuple[str, bytes]]:
     """(name, bytes) of data files: a file name, or a folder name standing for its ``*.yaml``."""
     paths: list[Path] = []
@@ -289,14 +283,14 @@ def _validated(kind: str, files: list[tuple[str, bytes]], build, expect: type):
 
 
 def _build_gpus(files: list[tuple[str, bytes]]) -> tuple[GPU, ...]:
-    return tuple(_GPUFile.model_validate(_load_yaml(files[0][1])).gpus)
+    return tuple(_GPUFile.model_validate(load_yaml(files[0][1])).gpus)
 
 
 def _build_models(files: list[tuple[str, bytes]]) -> tuple[ModelSpec, ...]:
     found: list[ModelSpec] = []
     seen: dict[str, str] = {}
     for filename, data in files:
-        for model in _ModelFile.model_validate(_load_yaml(data)).models:
+        for model in _ModelFile.model_validate(load_yaml(data)).models:
             if model.id in seen:
                 raise ValueError(f"model {model.id!r} is in both {seen[model.id]} and {filename}")
             seen[model.id] = filename
@@ -305,7 +299,7 @@ def _build_models(files: list[tuple[str, bytes]]) -> tuple[ModelSpec, ...]:
 
 
 def _build_quants(files: list[tuple[str, bytes]]) -> _QuantFile:
-    return _QuantFile.model_validate(_load_yaml(files[0][1]))
+    return _QuantFile.model_validate(load_yaml(files[0][1]))
 
 
 @cache

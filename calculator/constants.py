@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from knowledge.cache import cached, code_digest, content_key
+from knowledge.cache import cached, code_digest, content_key, load_yaml
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "engine_constants.yaml"
 
@@ -61,10 +61,7 @@ class _File(BaseModel):
 
 
 def _build(files: list[tuple[str, bytes]]) -> _File:
-    import yaml  # only on a cache miss
-
-    data = yaml.load(files[0][1], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    return _File.model_validate(data)
+    return _File.model_validate(load_yaml(files[0][1]))
 
 
 _CODE = code_digest(Path(__file__).resolve())

@@ -20,13 +20,21 @@ import stat
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 ENV = "GPU_GARDEN_CACHE_DIR"
 OFF = ("", "0", "off", "none", "false")
 KEPT_PER_KIND = 4  # entries of one kind (the knowledge base, a catalog) kept, the newest first
+
+
+def load_yaml(data: bytes | str) -> Any:
+    """YAML parsed with libyaml's C loader where PyYAML has it (the pure-Python one otherwise: same
+    result); PyYAML is imported on first use, so a cache hit never imports it."""
+    import yaml
+
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def cache_dir() -> Path | None:

@@ -14,7 +14,7 @@ from typing import Literal
 import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from knowledge.cache import cached, code_digest, content_key
+from knowledge.cache import cached, code_digest, content_key, load_yaml
 
 Version = tuple[int, int, int]
 _FILE = Path(__file__).with_name("features.yaml")
@@ -114,9 +114,7 @@ class FeatureFile(_Strict):
 
 
 def _parse(data: bytes) -> FeatureFile:
-    import yaml  # only on a cache miss
-
-    return FeatureFile.model_validate(yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    return FeatureFile.model_validate(load_yaml(data))
 
 
 _CODE = code_digest(Path(__file__).resolve())

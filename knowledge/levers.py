@@ -11,7 +11,7 @@ from typing import Any, Literal
 import re2
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from knowledge.cache import cached, code_digest, content_key
+from knowledge.cache import cached, code_digest, content_key, load_yaml
 from knowledge.features import feature
 
 _FILE = Path(__file__).with_name("levers.yaml")
@@ -92,9 +92,7 @@ class LeverFile(_Strict):
 
 
 def _parse(data: bytes) -> LeverFile:
-    import yaml  # only on a cache miss
-
-    return LeverFile.model_validate(yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    return LeverFile.model_validate(load_yaml(data))
 
 
 # the levers are checked against the feature table: its file and code are part of the key

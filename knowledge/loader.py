@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from knowledge.cache import cached, code_digest, content_key
+from knowledge.cache import cached, code_digest, content_key, load_yaml
 from knowledge.schema import ContextRule, Signature, SignatureFile
 
 
@@ -58,7 +58,7 @@ def parse_file(text: str, origin: str) -> SignatureFile:
     import yaml  # only when a file is parsed (a cache miss or a pack being tested)
 
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise KnowledgeError(f"{origin}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
