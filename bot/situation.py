@@ -16,8 +16,10 @@ from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
 from calculator.commands import spellings
+from calculator.from_log import speculative_config
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
+from calculator.spec_decode import SpecDecode
 from knowledge.features import (
     Version,
     engine_mode,
@@ -94,6 +96,7 @@ class Situation:
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     engine_mode: str | None = None  # vLLM "v0" / "v1" when a marker proves it (knowledge/features.yaml)
+    spec: SpecDecode | None = None  # vLLM's speculative config as the paste shows it (its drafter's KV)
 
     @property
     def interface(self) -> str:
@@ -318,6 +321,7 @@ def read(detection: Detection, root: Finding) -> Situation:
         notes=notes,
         findings=list(detection.findings),
         engine_mode=engine_mode(engine, text),
+        spec=speculative_config(text) if engine == "vllm" else None,
     )
 
 
