@@ -122,3 +122,31 @@ def test_the_bot_reads_the_speculative_config_into_its_vllm_budget():
     assert budget.estimate.spec == DFLASH
     # its layout holds the drafter's 5 layers: 16 + 5 attention layers of 2,048 B per token per rank
     assert budget.estimate.bytes_per_token(budget.plan0) == 21 * 2048
+
+
+def test_deepseek_mtp_is_one_more_mla_layer_in_the_pool():
+    # config.json num_nextn_predict_layers 1; the MTP layer's latent (512 + 64) joins the target's 61
+    ds = model("deepseek-ai/DeepSeek-V3")
+    lay = vllm_layout(ds, "fp8", spec=SpecDecode("deepseek_mtp", 1))
+    assert (lay.growing_layers, lay.draft_type_layers) == (62, 0)
+    assert lay.all_attention_bytes_per_token == 62 * 576
+    assert vllm_layout(ds, "fp8").all_attention_bytes_per_token == 61 * 576
+
+
+def test_a_hub_config_gives_the_mtp_layers_and_the_conv_column():
+    from calculator.from_config import spec_from_config
+
+    cfg = {
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "text_config": {
+            "num_hidden_layers": 64, "hidden_size": 5120, "num_attention_heads": 24, "num_key_value_heads": 4,
+            "head_dim": 256, "vocab_size": 248320, "intermediate_size": 17408, "max_position_embeddings": 262144,
+            "full_attention_interval": 4, "linear_num_key_heads": 16, "linear_num_value_heads": 48,
+            "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+            "mtp_num_hidden_layers": 1,
+        },
+    }  # fmt: skip
+    spec, _variant = spec_from_config(cfg, "Qwen/Qwen3.6-27B", "test")
+    assert spec.mtp_layers == 1
+    linear = next(g for g in spec.layer_groups if g.kind == "linear")
+    assert (linear.count, linear.conv_column_bytes) == (48, 20480)
