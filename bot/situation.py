@@ -19,7 +19,7 @@ from calculator.commands import spellings
 from calculator.from_log import speculative_config
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
-from calculator.spec_decode import SpecDecode
+from calculator.spec_decode import SpecDecode, unknown_draft_note
 from knowledge.features import (
     Version,
     engine_mode,
@@ -304,6 +304,9 @@ def read(detection: Detection, root: Finding) -> Situation:
         notes.append(gpus.note)
     if gpus.gpu is not None and gpus.gpu.assumed:
         notes.append(gpus.gpu.assumed)
+    spec = speculative_config(text) if engine == "vllm" else None
+    if spec is not None and model is not None and (note := unknown_draft_note(model.model, spec)):
+        notes.append(note)
     return Situation(
         root=root,
         engine=engine,
@@ -321,7 +324,7 @@ def read(detection: Detection, root: Finding) -> Situation:
         notes=notes,
         findings=list(detection.findings),
         engine_mode=engine_mode(engine, text),
-        spec=speculative_config(text) if engine == "vllm" else None,
+        spec=spec,
     )
 
 

@@ -84,3 +84,17 @@ def draft_attention(model: ModelSpec, spec: SpecDecode) -> DraftAttention | None
         return None
     shares = (drafter.num_key_value_heads, drafter.head_dim) == (kv, head_dim) and model.mla is None
     return DraftAttention(drafter.num_hidden_layers, drafter.num_key_value_heads, drafter.head_dim, shares)
+
+
+def unknown_draft_note(model: ModelSpec, spec: SpecDecode) -> str | None:
+    """What a reply must say when the drafter's layers cannot be counted; None when they can."""
+    if spec.method in NO_LAYER_METHODS or draft_attention(model, spec) is not None:
+        return None
+    if spec.draft_model and not spec.is_mtp:  # a path names its model by its last component
+        what = f"the draft model {spec.draft_model.replace(chr(92), '/').rstrip('/').split('/')[-1]} is"
+    else:
+        what = "its draft layers are"
+    return (
+        f"your run drafts {spec.num_tokens} tokens ({spec.method or 'speculative decoding'}); {what} "
+        "not in my catalog, so the KV pool is counted without them"
+    )

@@ -150,3 +150,24 @@ def test_a_hub_config_gives_the_mtp_layers_and_the_conv_column():
     assert spec.mtp_layers == 1
     linear = next(g for g in spec.layer_groups if g.kind == "linear")
     assert (linear.count, linear.conv_column_bytes) == (48, 20480)
+
+
+def test_a_drafter_outside_the_catalog_is_said_not_counted():
+    from bot.detector import detect
+    from bot.situation import read
+
+    text = record("club3090-95-qwen36-27b-dflash-2gpu-bf16kv")["text"].replace(
+        "qwen3.6-27b-dflash'", "my-own-eagle3'"
+    )
+    detection = detect(text)
+    assert detection.root is not None
+    situation = read(detection, detection.root)
+    assert situation.spec == SpecDecode("dflash", 5, "~/.cache/huggingface/my-own-eagle3")
+    assert (
+        "your run drafts 5 tokens (dflash); the draft model my-own-eagle3 is not in my catalog, "
+        "so the KV pool is counted without them"
+    ) in situation.notes
+    # the catalogued drafter gives no such note
+    detection = detect(record("club3090-95-qwen36-27b-dflash-2gpu-bf16kv")["text"])
+    assert detection.root is not None
+    assert not any("draft" in n for n in read(detection, detection.root).notes)
