@@ -39,6 +39,7 @@ from calculator.llamacpp import LlamaCppConfig, kv_bytes  # noqa: E402
 from calculator.ollama import estimated_kv_bytes  # noqa: E402
 from calculator.plan import Sourced  # noqa: E402
 from calculator.resolve import NameNotFound, resolve_gpu, resolve_model  # noqa: E402
+from calculator.spec_decode import SpecDecode  # noqa: E402
 from calculator.units import GIB, MIB  # noqa: E402
 from calculator.versions import CURRENT_OLLAMA, CURRENT_VLLM, parse_version, vllm_is_v0  # noqa: E402
 from calculator.vllm import (  # noqa: E402
@@ -131,6 +132,12 @@ def bot_version(rec: dict[str, Any]) -> tuple[int, int, int] | None:
     return read(detection, detection.root).version
 
 
+def bot_spec(rec: dict[str, Any]) -> SpecDecode | None:
+    """The speculative config the bot reads from the paste (bot/situation.py), as a reply uses it."""
+    detection = detect(rec["text"])
+    return read(detection, detection.root).spec if detection.root is not None else None
+
+
 def flags(rec: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     f = dict(rec.get("flags") or {})
     printed = check.get("version") or rec.get("version")
@@ -157,12 +164,13 @@ def vllm_exact(rec: dict[str, Any], check: dict[str, Any]) -> float:
     batched = int(f.get("max_num_batched_tokens", 2048))
     block = block_of(model)
     kind = check["kind"]
+    spec = None if v0 else bot_spec(rec)
     if kind in ("vllm_kv_needed_gib", "vllm_est_max_len"):
-        lay = kv_check_layout(model, f["kv"], f["tp"], f["pp"], version)
+        lay = kv_check_layout(model, f["kv"], f["tp"], f["pp"], version, spec)
         if kind == "vllm_kv_needed_gib":
             return kv_needed_bytes(lay, max_len, block, batched) / GIB
         return longest_len_for(lay, check["kv_gib"] * GIB, block, batched)
-    lay = vllm_layout(model, f["kv"], f["tp"], f["pp"])
+    lay = vllm_layout(model, f["kv"], f["tp"], f["pp"], spec)
     blocks, tokens, _fit, conc = kv_capacity(lay, check["kv_gib"], max_len, block, batched, v0, f["pp"])
     if kind == "vllm_concurrency":
         return conc

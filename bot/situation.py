@@ -16,8 +16,10 @@ from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
 from calculator.commands import spellings
+from calculator.from_log import speculative_config
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
+from calculator.spec_decode import SpecDecode, unknown_draft_note
 from knowledge.features import (
     Version,
     engine_mode,
@@ -94,6 +96,7 @@ class Situation:
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     engine_mode: str | None = None  # vLLM "v0" / "v1" when a marker proves it (knowledge/features.yaml)
+    spec: SpecDecode | None = None  # vLLM's speculative config as the paste shows it (its drafter's KV)
 
     @property
     def interface(self) -> str:
@@ -301,6 +304,9 @@ def read(detection: Detection, root: Finding) -> Situation:
         notes.append(gpus.note)
     if gpus.gpu is not None and gpus.gpu.assumed:
         notes.append(gpus.gpu.assumed)
+    spec = speculative_config(text) if engine == "vllm" else None
+    if spec is not None and model is not None and (note := unknown_draft_note(model.model, spec)):
+        notes.append(note)
     return Situation(
         root=root,
         engine=engine,
@@ -318,6 +324,7 @@ def read(detection: Detection, root: Finding) -> Situation:
         notes=notes,
         findings=list(detection.findings),
         engine_mode=engine_mode(engine, text),
+        spec=spec,
     )
 
 

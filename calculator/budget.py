@@ -15,6 +15,7 @@ from calculator.llamacpp import LlamaCppEstimate, LlamaCppObserved
 from calculator.ollama import OllamaEstimate
 from calculator.plan import Plan, Sourced
 from calculator.sglang import SglangEstimate
+from calculator.spec_decode import SpecDecode
 from calculator.units import GIB
 from calculator.versions import CURRENT_VLLM, parse_version
 from calculator.vllm import VllmEstimate, VllmObserved, loaded_weight_bytes
@@ -34,6 +35,7 @@ class Seen:
     devices: int = 1
     version: tuple[int, int, int] | None = None
     engine_v0: bool | None = None  # vLLM's engine generation when the paste shows it
+    spec: SpecDecode | None = None  # the speculative config the paste shows (vLLM)
 
     def logged(self, *names: str) -> Sourced | None:
         """The first of ``names`` the log printed."""
@@ -74,7 +76,9 @@ def _vllm(seen: Seen, plan0: Plan) -> VllmEstimate:
     weights = loaded_weight_bytes(seen.model, seen.variant, cc, plan0.tp) if seen.model else None
     version = seen.version or parse_version(None, CURRENT_VLLM)
     gpu_id = seen.gpu.id if seen.gpu else ""
-    return VllmEstimate(version, plan0, obs, seen.model, weights, gpu_id, engine_v0=seen.engine_v0)
+    return VllmEstimate(
+        version, plan0, obs, seen.model, weights, gpu_id, engine_v0=seen.engine_v0, spec=seen.spec
+    )
 
 
 def gguf_weights(seen: Seen) -> int | None:

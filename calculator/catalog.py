@@ -99,6 +99,11 @@ class LayerGroup(_Strict):
     state_bytes: int | None = Field(
         default=None, description="linear/Mamba layers: recurrent state per sequence per layer, in bytes"
     )
+    conv_column_bytes: int | None = Field(
+        default=None,
+        description="linear layers: one column of the conv state (conv_dim x dtype bytes); vLLM keeps "
+        "conv_kernel - 1 + num_speculative_tokens columns",
+    )
 
     @model_validator(mode="after")
     def _window_needed(self) -> LayerGroup:
@@ -198,6 +203,9 @@ class ModelSpec(_Strict):
         default=None, description="layer composition; absent = every layer full attention"
     )
     mla: MLA | None = None
+    mtp_layers: int | None = Field(
+        default=None, description="the model's own draft layers (config.json mtp_num_hidden_layers)"
+    )
     multimodal: bool = False
     vision: VisionTower | None = Field(default=None, description="multimodal: the vision encoder")
     variants: list[Variant] = []
@@ -235,6 +243,19 @@ class ModelSpec(_Strict):
         return self.active_params_b is not None
 
 
+class Drafter(_Strict):
+    """A separate draft model's attention geometry (its config.json): the layers whose KV cache vLLM
+    V1 keeps in the target's pool when it drafts (DFlash, EAGLE, a small draft model)."""
+
+    id: str
+    architecture: str
+    source: str
+    num_hidden_layers: int = Field(gt=0)
+    num_key_value_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    aliases: list[str] = []
+
+
 class QuantFormat(_Strict):
     name: str
     engine: Literal["gguf", "vllm"]
@@ -250,6 +271,10 @@ class _GPUFile(_Strict):
 
 class _ModelFile(_Strict):
     models: list[ModelSpec]
+
+
+class _DrafterFile(_Strict):
+    drafters: list[Drafter]
 
 
 class _QuantFile(_Strict):
@@ -311,6 +336,15 @@ def gpus() -> tuple[GPU, ...]:
 def models() -> tuple[ModelSpec, ...]:
     """Every model of every file in ``data/models/`` (one file per family)."""
     return _validated("catalog-models", _files("models"), _build_models, tuple)
+
+
+def _build_drafters(files: list[tuple[str, bytes]]) -> tuple[Drafter, ...]:
+    return tuple(_DrafterFile.model_validate(load_yaml(files[0][1])).drafters)
+
+
+@cache
+def drafters() -> tuple[Drafter, ...]:
+    return _validated("catalog-drafters", _files("drafters.yaml"), _build_drafters, tuple)
 
 
 @cache

@@ -72,10 +72,24 @@ def _layer_groups_from_types(
                 )
             )
         elif kind in ("linear_attention", "mamba", "recurrent"):
-            groups.append(LayerGroup(kind="linear", count=n, state_bytes=_linear_state_bytes(cfg)))
+            groups.append(_linear_group(cfg, n))
         else:
             raise ConfigError(f"unknown layer type {kind!r}")
     return groups or None
+
+
+def _linear_group(cfg: dict[str, Any], count: int) -> LayerGroup:
+    """Gated DeltaNet layers also give one conv-state column (conv_dim x 2 B), kept once more per
+    speculative token (vllm mamba_utils.py gated_delta_net_state_shape)."""
+    column = None
+    if "linear_num_value_heads" in cfg:
+        k_width = int(cfg.get("linear_num_key_heads", 16)) * int(cfg.get("linear_key_head_dim", 128))
+        column = (
+            2 * k_width + int(cfg["linear_num_value_heads"]) * int(cfg.get("linear_value_head_dim", 128))
+        ) * 2
+    return LayerGroup(
+        kind="linear", count=count, state_bytes=_linear_state_bytes(cfg), conv_column_bytes=column
+    )
 
 
 def _linear_state_bytes(cfg: dict[str, Any]) -> int:
@@ -139,7 +153,7 @@ def spec_from_config(
         full = layers // int(cfg["full_attention_interval"])
         groups = [
             LayerGroup(kind="full", count=full),
-            LayerGroup(kind="linear", count=layers - full, state_bytes=_linear_state_bytes(cfg)),
+            _linear_group(cfg, layers - full),
         ]
     elif window and cfg.get("sliding_window_pattern"):
         pattern = int(cfg["sliding_window_pattern"])
@@ -193,6 +207,7 @@ def spec_from_config(
         experts_per_token=int(per_tok) if per_tok else None,
         layers=groups,
         mla=mla,
+        mtp_layers=int(cfg.get("mtp_num_hidden_layers") or cfg.get("num_nextn_predict_layers") or 0) or None,
     )
     variant = None
     if size_bytes:

@@ -24,6 +24,7 @@ import re2
 
 from calculator.catalog import ModelSpec, Variant, quant_formats
 from calculator.from_config import ConfigError, spec_from_gguf_meta
+from calculator.spec_decode import SpecDecode
 from calculator.units import GIB
 
 _TAG = re2.compile(r"(?:print_info|llm_load_print_meta):\s+([A-Za-z_][A-Za-z0-9_. ]*?)\s*=\s*(.*?)\s*$")
@@ -453,3 +454,42 @@ def _read_vllm(text: str) -> LogModel | None:
     if not isinstance(model, str) or not model:
         return None
     return LogModel("vllm", _model_id(model), settings=settings)
+
+
+# --- vLLM's speculative config ------------------------------------------------------------------
+# where a paste shows it: the ``non-default args`` dict ('speculative_config': {'method': 'mtp',
+# 'num_speculative_tokens': 3}), the engine config dump (speculative_config=SpeculativeConfig(
+# method='dflash', model='...', num_spec_tokens=5), vllm config/speculative.py __repr__) and the command
+# line (--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}')
+_SPEC_DICT = re2.compile(r"""['"]?speculative[_-]config['"]?\s*[:=]?\s*'?(\{[^{}]*\})""")
+_SPEC_REPR = re2.compile(r"speculative_config=SpeculativeConfig\(([^()]*)\)")
+_SPEC_PAIR = re2.compile(r"""['"]?([a-z_]+)['"]?\s*[:=]\s*('[^']*'|"[^"]*"|[^,}\s)]+)""")
+_SPEC_TOKENS = ("num_speculative_tokens", "num_spec_tokens")
+
+
+def speculative_config(text: str) -> SpecDecode | None:
+    """The speculative config the paste shows, or None (none shown, or shown without its number of
+    draft tokens: a line cut before it says nothing exact)."""
+    if not isinstance(text, str) or "peculative" not in text:
+        return None
+    for line in _lines_with(text, "speculative_config", "speculative-config"):
+        for pattern in (_SPEC_REPR, _SPEC_DICT):
+            m = pattern.search(line)
+            found = _spec_decode(m.group(1)) if m else None
+            if found is not None:
+                return found
+    return None
+
+
+def _spec_decode(body: str) -> SpecDecode | None:
+    pairs = {m.group(1): m.group(2).strip("'\"") for m in _SPEC_PAIR.finditer(body)}
+    raw = next((pairs[k] for k in _SPEC_TOKENS if k in pairs), None)
+    if raw is None or not raw.isdigit() or not 0 < int(raw) <= 64:
+        return None
+    method = pairs.get("method")
+    model = pairs.get("model")
+    return SpecDecode(
+        method if method and method != "None" else None,
+        int(raw),
+        model if model and model != "None" else None,
+    )

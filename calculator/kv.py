@@ -9,9 +9,10 @@ One :class:`KVLayout` describes what one GPU (one TP/PP rank) stores for a model
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from calculator.catalog import ModelSpec
+from calculator.spec_decode import SpecDecode, draft_attention
 
 # vLLM --kv-cache-dtype -> bytes per element ("auto" = the model's 16-bit activation dtype)
 VLLM_KV_BYTES: dict[str, float] = {
@@ -57,6 +58,11 @@ class KVLayout:
     attention_layers: int
     growing_layers: int
     state_layers: int = 0  # linear / Mamba layers that keep a state (vLLM gives each a state page)
+    # speculative decoding: drafter layers whose KV spec differs from the target's (a KV cache type of
+    # their own; they are counted in growing_* too), their bytes per token each, and the draft tokens
+    draft_type_layers: int = 0
+    draft_type_bytes_per_token: float = 0.0
+    spec_tokens: int = 0
 
     @property
     def all_attention_bytes_per_token(self) -> float:
@@ -103,11 +109,14 @@ def layout(
     tp: int = 1,
     pp: int = 1,
     mla_has_v: bool = False,
+    spec: SpecDecode | None = None,
 ) -> KVLayout:
     """The KV layout on one GPU of a ``tp`` x ``pp`` deployment.
 
     ``k_bytes``/``v_bytes``: bytes per element of the K and V caches.  MLA stores one latent vector of
-    ``kv_lora_rank + qk_rope_head_dim`` per token and layer, replicated on every TP rank.
+    ``kv_lora_rank + qk_rope_head_dim`` per token and layer, replicated on every TP rank.  ``spec``: the
+    speculative config, whose draft layers join the pool (calculator/spec_decode.py); the drafter runs on
+    the last pipeline stage, which holds all of its layers.
     """
     if v_bytes is None:
         v_bytes = k_bytes
@@ -121,7 +130,8 @@ def layout(
     for group in model.layer_groups:
         layers = math.ceil(group.count / pp)
         if group.kind == "linear":
-            state += (group.state_bytes or 0) * layers / max(1, tp)
+            conv_extra = (group.conv_column_bytes or 0) * (spec.num_tokens if spec else 0)
+            state += ((group.state_bytes or 0) + conv_extra) * layers / max(1, tp)
             recurrent = group.state_bytes and model.architecture not in CROSS_ATTENTION_ARCHITECTURES
             state_layers += layers if recurrent else 0
             continue
@@ -142,14 +152,41 @@ def layout(
         else:
             assert group.window is not None
             sliding.append(SlidingPart(per_layer * layers, group.window, layers))
-    return KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers, state_layers)
+    base = KVLayout(growing, tuple(sliding), state, attn_layers, growing_layers, state_layers)
+    return with_draft(base, model, spec, k_bytes, v_bytes, tp) if spec else base
 
 
-def vllm_layout(model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, pp: int = 1) -> KVLayout:
+def with_draft(
+    base: KVLayout, model: ModelSpec, spec: SpecDecode, k_bytes: float, v_bytes: float, tp: int
+) -> KVLayout:
+    """``base`` plus the drafter's attention layers (full attention, every token kept)."""
+    draft = draft_attention(model, spec)
+    if draft is None:
+        return replace(base, spec_tokens=spec.num_tokens)
+    if draft.mla:
+        assert model.mla is not None
+        per_layer = (model.mla.kv_lora_rank + model.mla.qk_rope_head_dim) * k_bytes
+    else:
+        per_layer = kv_heads_per_rank(draft.kv_heads, tp) * draft.head_dim * (k_bytes + v_bytes)
+    own = 0 if draft.shares_target_spec else draft.layers
+    return replace(
+        base,
+        growing_bytes_per_token=base.growing_bytes_per_token + per_layer * draft.layers,
+        attention_layers=base.attention_layers + draft.layers,
+        growing_layers=base.growing_layers + draft.layers,
+        draft_type_layers=own,
+        draft_type_bytes_per_token=per_layer if own else 0.0,
+        spec_tokens=spec.num_tokens,
+    )
+
+
+def vllm_layout(
+    model: ModelSpec, kv_cache_dtype: str = "auto", tp: int = 1, pp: int = 1, spec: SpecDecode | None = None
+) -> KVLayout:
     if kv_cache_dtype not in VLLM_KV_BYTES:
         raise ValueError(f"unknown vLLM kv-cache-dtype {kv_cache_dtype!r}; known: {', '.join(VLLM_KV_BYTES)}")
     b = VLLM_KV_BYTES[kv_cache_dtype]
-    return layout(model, b, b, tp=tp, pp=pp)
+    return layout(model, b, b, tp=tp, pp=pp, spec=spec)
 
 
 def llamacpp_layout(model: ModelSpec, cache_type_k: str = "f16", cache_type_v: str = "f16") -> KVLayout:

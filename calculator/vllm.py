@@ -8,6 +8,7 @@ with the CUDA-graph estimate subtracted by default only from v0.21.  Blocks are 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -15,6 +16,7 @@ from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
 from calculator.constants import constant, table
 from calculator.kv import VLLM_KV_BYTES, KVLayout, vllm_layout
 from calculator.plan import Outcome, Plan, Sourced, Term
+from calculator.spec_decode import SpecDecode
 from calculator.units import GIB
 from calculator.versions import (
     CURRENT_VLLM,
@@ -333,46 +335,83 @@ def is_paged_hybrid(layout: KVLayout) -> bool:
 @dataclass(frozen=True)
 class HybridPages:
     """V1's shared page for a hybrid model: the attention block is raised until one page holds a whole
-    recurrent state, and layers are grouped so every group has the same number of layers."""
+    recurrent state, and layers are grouped so every group has the same number of layers.  A drafter
+    whose KV spec is not the target's forms groups of its own (``draft_groups``), its block scaled so
+    its page is the same size (kv_cache_utils.py unify_kv_cache_spec_page_size)."""
 
     block: int  # attention tokens per page
     page_bytes: float  # one layer's page (the state page is padded to it)
     group_size: int  # layers per KV cache group
     attention_groups: int
     state_groups: int
+    draft_groups: int = 0
+    draft_block: int = 0
+    state_blocks: int = MAMBA_STATE_BLOCKS  # state pages per request in each recurrent group
+
+    def blocks_for(self, length: int) -> int:
+        """Pages one request of ``length`` tokens takes across every group."""
+        n = max(1, length)
+        attn = self.attention_groups * math.ceil(n / self.block)
+        draft = self.draft_groups * math.ceil(n / self.draft_block) if self.draft_groups else 0
+        return attn + draft + self.state_groups * self.state_blocks
 
 
 def hybrid_pages(layout: KVLayout) -> HybridPages:
-    attn_token = layout.growing_bytes_per_token / layout.growing_layers
+    target_layers = layout.growing_layers - layout.draft_type_layers
+    target_bytes = (
+        layout.growing_bytes_per_token - layout.draft_type_layers * layout.draft_type_bytes_per_token
+    )
+    attn_token = target_bytes / target_layers
     state = layout.state_bytes_per_seq / layout.state_layers
     block = HYBRID_BLOCK_ALIGNMENT * math.ceil(state / (HYBRID_BLOCK_ALIGNMENT * attn_token))
-    group = min(layout.growing_layers, layout.state_layers)  # vllm kv_cache_utils: the smallest type
+    counts = [target_layers, layout.state_layers] + (
+        [layout.draft_type_layers] if layout.draft_type_layers else []
+    )
+    group = min(counts)  # vllm kv_cache_utils: the smallest type
+    draft_block = 0
+    if layout.draft_type_layers:  # same tokens per block when the per-token bytes agree, else scaled
+        draft_block = max(1, round(block * attn_token / layout.draft_type_bytes_per_token))
     return HybridPages(
         block,
         block * attn_token,
         group,
-        math.ceil(layout.growing_layers / group),
+        math.ceil(target_layers / group),
         math.ceil(layout.state_layers / group),
+        math.ceil(layout.draft_type_layers / group),
+        draft_block,
+        MAMBA_STATE_BLOCKS + layout.spec_tokens,
     )
 
 
-def hybrid_capacity(
-    layout: KVLayout, kv_bytes: float, max_model_len: int, state_blocks: int = MAMBA_STATE_BLOCKS
-) -> tuple[int, int, int, float]:
+def hybrid_capacity(layout: KVLayout, kv_bytes: float, max_model_len: int) -> tuple[int, int, int, float]:
     """(num_blocks, kv_tokens, max_model_len_fit, max_concurrency) as V1 sizes a hybrid pool: one
     tensor per group slot of num_blocks pages; a request takes cdiv(len, block) pages in each attention
-    group and ``state_blocks`` in each recurrent group (vllm v1/core/kv_cache_utils.py
+    group and ``2 + num_speculative_tokens`` in each recurrent group (vllm v1/core/kv_cache_utils.py
     get_max_concurrency_for_kv_cache_config, v1/kv_cache_interface.py max_memory_usage_bytes)."""
     p = hybrid_pages(layout)
     num_blocks = int(kv_bytes // (p.page_bytes * p.group_size))
-    states = p.state_groups * state_blocks
-    per_request = p.attention_groups * math.ceil(max(1, max_model_len) / p.block) + states
-    fit = max(0, (num_blocks - states) // p.attention_groups) * p.block
-    return num_blocks, num_blocks * p.block, fit, num_blocks / per_request
+    fit = _longest(lambda n: p.blocks_for(n) <= num_blocks)
+    return num_blocks, num_blocks * p.block, fit, num_blocks / p.blocks_for(max_model_len)
+
+
+def _longest(fits: Callable[[int], bool], limit: int = 1 << 24) -> int:
+    """The largest length in 1..limit that ``fits`` (monotone), 0 when not even one token does."""
+    if not fits(1):
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
 
 
 def kv_check_layout(
-    model: ModelSpec, kv_cache_dtype: str, tp: int, pp: int, version: tuple[int, int, int]
+    model: ModelSpec,
+    kv_cache_dtype: str,
+    tp: int,
+    pp: int,
+    version: tuple[int, int, int],
+    spec: SpecDecode | None = None,
 ) -> KVLayout:
     """The layout vLLM V1 checks "one request of max_model_len fits" against, per stage.
 
@@ -383,7 +422,7 @@ def kv_check_layout(
     Later code projects the groups onto each stage's own layers.
     """
     whole = pp > 1 and not vllm_is_v0(version) and version <= PP_WHOLE_MODEL_CHECK_THROUGH
-    return vllm_layout(model, kv_cache_dtype, tp=tp, pp=1 if whole else pp)
+    return vllm_layout(model, kv_cache_dtype, tp=tp, pp=1 if whole else pp, spec=spec)
 
 
 def kv_needed_bytes(layout: KVLayout, length: int, block: int = BLOCK_SIZE, in_flight: int = 2048) -> float:
@@ -477,6 +516,7 @@ class VllmEstimate:
     weight_bytes: int | None = None  # the whole checkpoint
     gpu_id: str = ""
     engine_v0: bool | None = None  # the paste ran the V0 engine (VLLM_USE_V1=0 on 0.8-0.10), else by version
+    spec: SpecDecode | None = None  # the paste's speculative config: its draft layers share the pool
 
     @property
     def v0(self) -> bool:
@@ -561,12 +601,18 @@ class VllmEstimate:
     def bytes_per_token(self, plan: Plan) -> float | None:
         """Per GPU, all attention layers (what a pool is sized by)."""
         if self.model is not None:
-            return vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp).all_attention_bytes_per_token
+            return self.layout(plan).all_attention_bytes_per_token
         if self.obs.kv_bytes_per_token is None:
             return None
         dtype = VLLM_KV_BYTES.get(plan.kv_dtype, 2.0) / VLLM_KV_BYTES.get(self.plan0.kv_dtype, 2.0)
         ranks = (self.plan0.tp * self.plan0.pp) / (plan.tp * plan.pp)
         return self.obs.kv_bytes_per_token.value * dtype * ranks
+
+    def layout(self, plan: Plan) -> KVLayout:
+        """The model's KV layout per GPU for ``plan``, the drafter's layers included (V1 only)."""
+        assert self.model is not None
+        spec = None if self.v0 else self.spec
+        return vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp, spec)
 
     # -- the prediction ------------------------------------------------------------------------
     def kv_gib(self, plan: Plan) -> tuple[float | None, list[Term]]:
@@ -599,9 +645,7 @@ class VllmEstimate:
         if self.obs.kv_cache_gib is not None:
             return float(self.obs.kv_cache_gib.value)
         if self.obs.fit_len is not None and self.model is not None:
-            bpt = vllm_layout(
-                self.model, self.plan0.kv_dtype, self.plan0.tp, self.plan0.pp
-            ).all_attention_bytes_per_token
+            bpt = self.layout(self.plan0).all_attention_bytes_per_token
             return float(self.obs.fit_len.value) * bpt / GIB
         return None
 
@@ -664,10 +708,10 @@ class VllmEstimate:
     def _raw_capacity(self, plan: Plan, kv: float, want: int | None) -> tuple[int | None, int, float | None]:
         if self.model is not None:
             _seqs, batched = self.batching(plan)
-            lay = vllm_layout(self.model, plan.kv_dtype, plan.tp, plan.pp)
+            lay = self.layout(plan)
             block = MLA_BLOCK_SIZE if self.model.mla else BLOCK_SIZE
             _blocks, tokens, fit, conc = kv_capacity(lay, kv, want or 1, block, batched, self.v0, plan.pp)
-            check = kv_check_layout(self.model, plan.kv_dtype, plan.tp, plan.pp, self.version)
+            check = kv_check_layout(self.model, plan.kv_dtype, plan.tp, plan.pp, self.version, self.spec)
             if not self.v0 and check != lay:  # the start check asks the whole model's KV of each stage
                 fit = longest_len_for(
                     check, _blocks * block * lay.all_attention_bytes_per_token, block, batched

@@ -69,6 +69,7 @@ def seen(situation: Situation) -> Seen:
         devices=situation.gpus.n,
         version=situation.version,
         engine_v0={"v0": True, "v1": False}.get(situation.engine_mode or ""),
+        spec=situation.spec,
     )
 
 
