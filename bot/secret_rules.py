@@ -230,5 +230,5 @@ def _search_set(patterns: list[str], **flags: bool) -> Any:
 @cache
 def default_rules() -> RuleSet:
     own, gitleaks = OWN_FILE.read_bytes(), GITLEAKS_FILE.read_bytes()
-    key = content_key("secret-rules", [("own", own), ("gitleaks", gitleaks)], _CODE, validator=False)
+    key = content_key("secret-rules", [("own", own), ("gitleaks", gitleaks)], _CODE)
     return RuleSet(cached(key, lambda: _build(own, gitleaks), tuple))

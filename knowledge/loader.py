@@ -11,11 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from knowledge.cache import cached, code_digest, content_key, load_yaml
 from knowledge.schema import ContextRule, Signature, SignatureFile
+from knowledge.validate import validate
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class KnowledgeError(ValueError):
@@ -39,6 +42,10 @@ class KnowledgeBase:
         return next((s for s in self.signatures if s.signature.id == sig_id), None)
 
 
+# pydantic's wording for a dataclass's unknown key, and its prefix for a check's own ValueError
+_MESSAGES = {"unexpected_keyword_argument": "unknown field (not in the schema)"}
+
+
 def _describe(exc: ValidationError, data: object) -> str:
     parts = []
     for err in exc.errors():
@@ -47,10 +54,12 @@ def _describe(exc: ValidationError, data: object) -> str:
         if len(loc) >= 2 and loc[0] == "signatures" and isinstance(loc[1], int) and isinstance(data, dict):
             try:
                 entry_id = data["signatures"][loc[1]].get("id", f"#{loc[1]}")
-                where = f"signature {entry_id!r}: " + ".".join(str(x) for x in loc[2:])
+                rest = ".".join(str(x) for x in loc[2:])
+                where = f"signature {entry_id!r}" + (f": {rest}" if rest else "")
             except (KeyError, IndexError, AttributeError, TypeError):
                 pass
-        parts.append(f"{where}: {err['msg']}")
+        message = _MESSAGES.get(err["type"], err["msg"].removeprefix("Value error, "))
+        parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
 
 
@@ -63,8 +72,10 @@ def parse_file(text: str, origin: str) -> SignatureFile:
         raise KnowledgeError(f"{origin}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise KnowledgeError(f"{origin}: expected a mapping with 'engine' and 'signatures'")
+    from pydantic import ValidationError
+
     try:
-        return SignatureFile.model_validate(data)
+        return validate(SignatureFile, data)
     except ValidationError as exc:
         raise KnowledgeError(f"{origin}: {_describe(exc, data)}") from exc
 
