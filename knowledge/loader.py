@@ -2,7 +2,8 @@
 
 YAML is parsed with libyaml's C loader when PyYAML has it (the pure-Python loader otherwise: same
 documents, several times slower), and the validated knowledge base is kept in a cache keyed by the
-files' content (:mod:`knowledge.cache`), so a start with unchanged files skips both.
+files' content (:mod:`knowledge.cache`), so a start with unchanged files skips both (and imports
+neither PyYAML nor pydantic: the signatures are plain dataclasses, validated when the entry is built).
 """
 
 from __future__ import annotations
