@@ -59,12 +59,16 @@ class RuleData:
 
 @dataclass(frozen=True, kw_only=True)
 class _RuleFile:
+    """A rule file."""
+
     source: str | None = None
     rules: list[RuleData]
 
 
 @dataclass(frozen=True)
 class SecretRule:
+    """A rule ready to search: its regexes compiled on first use."""
+
     id: str
     kind: str
     regex: str

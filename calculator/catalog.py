@@ -31,6 +31,8 @@ LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
 
 @dataclass(frozen=True, kw_only=True)
 class Price:
+    """A card's price: what was paid or asked, of which kind, when, and where it was read."""
+
     __pydantic_config__ = STRICT
 
     usd: float
@@ -41,6 +43,8 @@ class Price:
 
 @dataclass(frozen=True, kw_only=True)
 class GPU:
+    """A card as its vendor specifies it, with the memory an engine sees on it."""
+
     __pydantic_config__ = STRICT
 
     id: str
@@ -94,6 +98,8 @@ class GPU:
 
 @dataclass(frozen=True, kw_only=True)
 class LayerGroup:
+    """Layers of one attention kind: a model's layer composition is a list of these."""
+
     __pydantic_config__ = STRICT
 
     kind: LayerKind
@@ -113,6 +119,8 @@ class LayerGroup:
 
 @dataclass(frozen=True, kw_only=True)
 class MLA:
+    """Multi-head latent attention ranks (DeepSeek-style): what its KV cache stores per token."""
+
     __pydantic_config__ = STRICT
 
     kv_lora_rank: int
@@ -152,6 +160,8 @@ class VisionTower:
 
 @dataclass(frozen=True, kw_only=True)
 class RopeScaling:
+    """A config.json's ``rope_scaling``: how the context was stretched past training."""
+
     __pydantic_config__ = STRICT
 
     type: str
@@ -175,6 +185,8 @@ QuantName = Literal[
 
 @dataclass(frozen=True, kw_only=True)
 class Variant:
+    """One checkpoint of a model: a quantisation with its real size or bits per weight."""
+
     __pydantic_config__ = STRICT
 
     id: str  # repo id, Ollama tag or GGUF file name
@@ -201,6 +213,8 @@ _POSITIVE = (
 
 @dataclass(frozen=True, kw_only=True)
 class ModelSpec:
+    """A model's shapes from its config.json: what weights, KV cache and activations depend on."""
+
     __pydantic_config__ = STRICT
 
     id: str
@@ -262,6 +276,8 @@ class ModelSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class QuantFormat:
+    """A weight or KV-cache format and its bits per weight / bytes per element."""
+
     __pydantic_config__ = STRICT
 
     name: str
@@ -274,6 +290,8 @@ class QuantFormat:
 
 @dataclass(frozen=True, kw_only=True)
 class _GPUFile:
+    """data/gpus.yaml."""
+
     __pydantic_config__ = STRICT
 
     gpus: list[GPU]
@@ -281,6 +299,8 @@ class _GPUFile:
 
 @dataclass(frozen=True, kw_only=True)
 class _ModelFile:
+    """One file of data/models/."""
+
     __pydantic_config__ = STRICT
 
     models: list[ModelSpec]
@@ -288,6 +308,8 @@ class _ModelFile:
 
 @dataclass(frozen=True, kw_only=True)
 class _QuantFile:
+    """data/quants.yaml."""
+
     __pydantic_config__ = STRICT
 
     weight_formats: list[QuantFormat]

@@ -51,6 +51,8 @@ class EngineConstant:
 
 @dataclass(frozen=True, kw_only=True)
 class _File:
+    """data/engine_constants.yaml: engine -> name -> constant."""
+
     __pydantic_config__ = STRICT
 
     vllm: dict[str, EngineConstant]

@@ -46,6 +46,8 @@ def _check_versions(*versions: str | None) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class Feature:
+    """A flag, default or behaviour and the engine versions that have it."""
+
     __pydantic_config__ = STRICT
 
     id: Annotated[str, Field(pattern=r"^[a-z.]+\.[a-z0-9_]+$")]
@@ -68,6 +70,8 @@ class Feature:
 
 @dataclass(frozen=True, kw_only=True)
 class Marker:
+    """A line that dates a paste (or proves an engine generation)."""
+
     __pydantic_config__ = STRICT
 
     engine: str
@@ -85,6 +89,8 @@ class Marker:
 
 @dataclass(frozen=True, kw_only=True)
 class Fork:
+    """A fork of an engine, told apart by a pattern."""
+
     __pydantic_config__ = STRICT
 
     engine: str
@@ -94,6 +100,8 @@ class Fork:
 
 @dataclass(frozen=True, kw_only=True)
 class QuantMinimum:
+    """The compute capability each quantisation method needs, as of a release."""
+
     __pydantic_config__ = STRICT
 
     release: str
@@ -103,6 +111,8 @@ class QuantMinimum:
 
 @dataclass(frozen=True, kw_only=True)
 class ReleaseDates:
+    """When an engine's releases were tagged, and how its log lines carry a date."""
+
     __pydantic_config__ = STRICT
 
     engine: str
@@ -116,6 +126,8 @@ class ReleaseDates:
 
 @dataclass(frozen=True, kw_only=True)
 class FeatureFile:
+    """knowledge/features.yaml."""
+
     __pydantic_config__ = STRICT
 
     features: list[Feature]

@@ -29,6 +29,8 @@ Knob = Literal[
 
 @dataclass(frozen=True, kw_only=True)
 class Spelling:
+    """How one engine spells a lever: a flag, an environment variable or a parameter."""
+
     __pydantic_config__ = STRICT
 
     flag: str | None = None
@@ -50,6 +52,8 @@ class Spelling:
 
 @dataclass(frozen=True, kw_only=True)
 class Lever:
+    """One fix: the knob it turns, what it changes and costs, per engine."""
+
     __pydantic_config__ = STRICT
 
     id: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
@@ -84,6 +88,8 @@ class Lever:
 
 @dataclass(frozen=True, kw_only=True)
 class LeverFile:
+    """knowledge/levers.yaml."""
+
     __pydantic_config__ = STRICT
 
     levers: list[Lever]

@@ -28,6 +28,8 @@ class KnowledgeError(ValueError):
 
 @dataclass(frozen=True)
 class LoadedSignature:
+    """A signature with the engine and file it came from."""
+
     signature: Signature
     engine: str
     origin: str
@@ -35,6 +37,8 @@ class LoadedSignature:
 
 @dataclass(frozen=True)
 class KnowledgeBase:
+    """Every loaded signature and context rule, in load order."""
+
     signatures: tuple[LoadedSignature, ...]
     context: tuple[tuple[str, ContextRule], ...]  # (engine, rule)
     files: tuple[str, ...]

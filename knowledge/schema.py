@@ -238,6 +238,8 @@ CONTEXT_FIELDS = (
 
 @dataclass(frozen=True, kw_only=True)
 class Example:
+    """A paste a signature must (or must not) match, with the values it must capture."""
+
     __pydantic_config__ = STRICT
 
     text: Annotated[str, Field(min_length=1)]
@@ -253,6 +255,8 @@ Form = Literal[
 
 @dataclass(frozen=True, kw_only=True)
 class Signature:
+    """One recognisable failure: its patterns, captures, cause and remedies."""
+
     __pydantic_config__ = STRICT
 
     id: Annotated[str, Field(pattern=r"^[a-z0-9_.:-]+$")]
@@ -311,6 +315,8 @@ class Signature:
 
 @dataclass(frozen=True, kw_only=True)
 class ContextRule:
+    """A pattern that reads one context field (model, flags, versions) from a paste."""
+
     __pydantic_config__ = STRICT
 
     field: str
@@ -326,6 +332,8 @@ class ContextRule:
 
 @dataclass(frozen=True, kw_only=True)
 class SignatureFile:
+    """One engine's signature file."""
+
     __pydantic_config__ = STRICT
 
     engine: Engine
