@@ -47,7 +47,7 @@ class KnowledgeBase:
         return next((s for s in self.signatures if s.signature.id == sig_id), None)
 
 
-# pydantic's wording for a dataclass's unknown key, and its prefix for a check's own ValueError
+# pydantic's wording for an unknown key of a dataclass ("Unexpected keyword argument"), said plainly
 _MESSAGES = {"unexpected_keyword_argument": "unknown field (not in the schema)"}
 
 
@@ -63,6 +63,7 @@ def _describe(exc: ValidationError, data: object) -> str:
                 where = f"signature {entry_id!r}" + (f": {rest}" if rest else "")
             except (KeyError, IndexError, AttributeError, TypeError):
                 pass
+        # a __post_init__ check's ValueError is its own message (pydantic prefixes "Value error, ")
         message = _MESSAGES.get(err["type"], err["msg"].removeprefix("Value error, "))
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)

@@ -33,7 +33,8 @@ def _adapter(kind: type) -> TypeAdapter[Any]:
     from pydantic import Field, TypeAdapter  # noqa: F401  (Field: named by the schemas' annotations)
 
     if kind not in _ADAPTERS:
-        _ADAPTERS[kind] = TypeAdapter(kind)
+        # _parent_depth=2 (the default): names in annotations resolve in this frame, which has Field
+        _ADAPTERS[kind] = TypeAdapter(kind, _parent_depth=2)
     return _ADAPTERS[kind]
 
 
