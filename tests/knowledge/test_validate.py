@@ -96,3 +96,23 @@ def test_catalog_checks_run_in_validation_and_in_code():
         LayerGroup(kind="sliding", count=2)
     spec = validate(_ModelFile, {"models": [MODEL]}).models[0]
     assert dataclasses.replace(spec, family="log").family == "log" and spec.family == "f"
+
+
+def test_every_schema_dataclass_forbids_unknown_keys_itself():
+    # a nested stdlib dataclass without a config of its own takes its parent's, so only a class
+    # validated at the top level shows a missing one: check each class
+    import importlib
+
+    from knowledge.validate import STRICT
+
+    not_schemas = {"LoadedSignature", "KnowledgeBase", "SecretRule", "_RuleFile", "RuleSet"}
+    modules = ["calculator.catalog", "calculator.constants", "knowledge.schema", "knowledge.levers"]
+    modules += ["knowledge.features", "knowledge.loader", "bot.secret_rules"]
+    checked = []
+    for name in modules:
+        for cls in vars(importlib.import_module(name)).values():
+            ours = isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == name
+            if ours and cls.__name__ not in not_schemas:
+                assert getattr(cls, "__pydantic_config__", None) is STRICT, cls
+                checked.append(cls.__name__)
+    assert len(checked) == 28
