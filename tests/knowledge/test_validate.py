@@ -116,3 +116,13 @@ def test_every_schema_dataclass_forbids_unknown_keys_itself():
                 assert getattr(cls, "__pydantic_config__", None) is STRICT, cls
                 checked.append(cls.__name__)
     assert len(checked) == 28
+
+
+def test_a_config_json_with_impossible_shapes_is_refused_when_the_spec_is_built():
+    from calculator.from_config import spec_from_config
+
+    cfg = {"num_hidden_layers": 0, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100}
+    with pytest.raises(ValueError, match=r"^num_hidden_layers must be greater than 0, not 0$"):
+        spec_from_config(cfg | {"max_position_embeddings": 128}, "x", "config.json")
+    with pytest.raises(ValueError, match=r"^max_position_embeddings must be greater than 0, not -1$"):
+        spec_from_config(cfg | {"num_hidden_layers": 2, "max_position_embeddings": -1}, "x", "config.json")
