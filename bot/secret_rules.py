@@ -18,14 +18,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal
 
 import re2
 
 from knowledge.cache import cached, code_digest, content_key, load_yaml
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
+from knowledge.validate import STRICT, validate
 
 DATA = Path(__file__).resolve().parent / "data"
 # From 1 MiB a Set of the candidates' regexes beats running them one by one: on bench/detector_vs_grep.py's
@@ -42,35 +40,11 @@ GITLEAKS_FILE = DATA / "secret_rules_gitleaks.yaml"
 _CODE = code_digest(Path(__file__).resolve())
 
 
-def _spec_models() -> tuple[type[BaseModel], type[BaseModel]]:
-    """The schema of a rule file (pydantic is imported only when the cache entry is built)."""
-    from typing import Literal
-
-    from pydantic import BaseModel, ConfigDict, Field
-
-    class RuleSpec(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-
-        id: str
-        kind: str
-        regex: str
-        keywords: list[str] = Field(default_factory=list)
-        entropy: float = 0.0
-        group: int | None = None
-        allow: list[str] = Field(default_factory=list)  # a secret part matching one of these whole is not one
-        stage: Literal["first", "last"] | None = None
-        source: str | None = None
-
-    class RuleFile(BaseModel):
-        source: str | None = None
-        rules: list[RuleSpec]
-
-    return RuleSpec, RuleFile
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RuleData:
-    """One validated rule as plain values (what the cache keeps)."""
+    """One rule of a rule file as validated (pydantic, on a cache miss) and kept by the cache."""
+
+    __pydantic_config__ = STRICT
 
     id: str
     kind: str
@@ -78,12 +52,23 @@ class RuleData:
     keywords: tuple[str, ...] = ()
     entropy: float = 0.0
     group: int | None = None
-    allow: tuple[str, ...] = ()
-    stage: str | None = None
+    allow: tuple[str, ...] = ()  # a secret part matching one of these whole is not one
+    stage: Literal["first", "last"] | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RuleFile:
+    """A rule file."""
+
+    source: str | None = None
+    rules: list[RuleData]
 
 
 @dataclass(frozen=True)
 class SecretRule:
+    """A rule ready to search: its regexes compiled on first use."""
+
     id: str
     kind: str
     regex: str
@@ -155,12 +140,7 @@ def _rule(spec: RuleData) -> SecretRule:
 
 
 def _read(data: bytes) -> list[RuleData]:
-    _spec, rule_file = _spec_models()
-    rules = rule_file.model_validate(load_yaml(data)).rules  # type: ignore[attr-defined]
-    return [
-        RuleData(r.id, r.kind, r.regex, tuple(r.keywords), r.entropy, r.group, tuple(r.allow), r.stage)
-        for r in rules
-    ]
+    return validate(_RuleFile, load_yaml(data)).rules
 
 
 def _build(own: bytes, gitleaks: bytes) -> tuple[RuleData, ...]:
@@ -230,5 +210,5 @@ def _search_set(patterns: list[str], **flags: bool) -> Any:
 @cache
 def default_rules() -> RuleSet:
     own, gitleaks = OWN_FILE.read_bytes(), GITLEAKS_FILE.read_bytes()
-    key = content_key("secret-rules", [("own", own), ("gitleaks", gitleaks)], _CODE, validator=False)
+    key = content_key("secret-rules", [("own", own), ("gitleaks", gitleaks)], _CODE)
     return RuleSet(cached(key, lambda: _build(own, gitleaks), tuple))

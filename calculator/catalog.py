@@ -1,4 +1,5 @@
-"""Catalog schemas (pydantic) and loading of the shipped YAML data.
+"""Catalog schemas (plain dataclasses, validated by pydantic on a cache miss) and loading of the shipped
+YAML data.
 
 Every entry carries ``source``: where its numbers come from (a model's config.json, a vendor spec
 sheet, llama.cpp's quantization tables).
@@ -10,41 +11,49 @@ milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Literal, TypeVar
 
 from calculator.units import GB, GIB
 from knowledge.cache import cached, code_digest, content_key, load_yaml
+from knowledge.validate import STRICT, positive, validate
 
+T = TypeVar("T")
 LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
 
-
-class _Strict(BaseModel):
-    # defer_build: the validators are built on the first validation, which a start that reads the
-    # validated catalog back from the cache never does
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+# The entries are plain frozen dataclasses, validated by pydantic (knowledge.validate) when a cache
+# entry is built; numbers that must be positive are checked in __post_init__, so a spec built in code
+# from a config.json, GGUF metadata or a log is checked the same way.
 
 
-class Price(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Price:
+    """A card's price: what was paid or asked, of which kind, when, and where it was read."""
+
+    __pydantic_config__ = STRICT
+
     usd: float
     kind: Literal["msrp", "street", "cloud_hourly"]
     date: str
     source: str
 
 
-class GPU(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class GPU:
+    """A card as its vendor specifies it, with the memory an engine sees on it."""
+
+    __pydantic_config__ = STRICT
+
     id: str
     name: str
     vendor: Literal["nvidia", "amd", "apple", "intel"]
     segment: Literal["consumer", "workstation", "datacenter", "apple", "laptop", "embedded"]
-    memory_gb: float = Field(description="memory as marketed (GB or GiB as the vendor prints it)")
-    memory_bytes: int = Field(description="physical memory in bytes")
-    usable_gib: float | None = Field(
-        default=None, description="total memory the driver/torch reports (what vLLM logs as total)"
-    )
+    memory_gb: float  # memory as marketed (GB or GiB as the vendor prints it)
+    memory_bytes: int  # physical memory in bytes
+    usable_gib: float | None = None  # total memory the driver/torch reports (what vLLM logs as total)
     bandwidth_gbs: float | None = None
     arch: str
     compute_capability: str | None = None
@@ -53,13 +62,10 @@ class GPU(_Strict):
     fp4: bool = False
     unified_memory: bool = False
     price: Price | None = None
-    aliases: list[str] = []
+    aliases: list[str] = field(default_factory=list)
     source: str
-    assumed: str | None = Field(
-        default=None,
-        exclude=True,
-        description="set by the resolver, never in the catalog: which card a family name was taken as",
-    )
+    # set by the resolver, never in the catalog: which card a family name was taken as
+    assumed: str | None = None
 
     @property
     def total_gib(self) -> float:
@@ -90,57 +96,77 @@ class GPU(_Strict):
         return False
 
 
-class LayerGroup(_Strict):
-    kind: LayerKind
-    count: int = Field(gt=0)
-    window: int | None = Field(default=None, description="sliding window / chunk size in tokens")
-    kv_heads: int | None = Field(default=None, description="overrides the model's KV heads")
-    head_dim: int | None = Field(default=None, description="overrides the model's head_dim")
-    state_bytes: int | None = Field(
-        default=None, description="linear/Mamba layers: recurrent state per sequence per layer, in bytes"
-    )
-    conv_column_bytes: int | None = Field(
-        default=None,
-        description="linear layers: one column of the conv state (conv_dim x dtype bytes); vLLM keeps "
-        "conv_kernel - 1 + num_speculative_tokens columns",
-    )
+@dataclass(frozen=True, kw_only=True)
+class LayerGroup:
+    """Layers of one attention kind: a model's layer composition is a list of these."""
 
-    @model_validator(mode="after")
-    def _window_needed(self) -> LayerGroup:
+    __pydantic_config__ = STRICT
+
+    kind: LayerKind
+    count: int
+    window: int | None = None  # sliding window / chunk size in tokens
+    kv_heads: int | None = None  # overrides the model's KV heads
+    head_dim: int | None = None  # overrides the model's head_dim
+    state_bytes: int | None = None  # linear/Mamba layers: recurrent state per sequence per layer, in bytes
+    # linear layers: one column of the conv state (conv_dim x dtype bytes); vLLM keeps
+    # conv_kernel - 1 + num_speculative_tokens columns
+    conv_column_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        positive(self, "count")
         if self.kind in ("sliding", "chunked") and not self.window:
             raise ValueError(f"{self.kind} layers need a window")
         if self.kind == "linear" and self.state_bytes is None:
             raise ValueError("linear layers need state_bytes")
-        return self
 
 
-class MLA(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class MLA:
+    """Multi-head latent attention ranks (DeepSeek-style): what its KV cache stores per token."""
+
+    __pydantic_config__ = STRICT
+
     kv_lora_rank: int
     qk_rope_head_dim: int
 
 
-class VisionTower(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class VisionTower:
     """A multimodal model's vision encoder: ``vision_config`` of config.json plus the image processor's
     pixel cap (preprocessor_config.json), what vLLM's profiling run sizes its dummy images by."""
 
-    depth: int = Field(gt=0)
-    hidden_size: int = Field(gt=0, description="the tower's width (Qwen2-VL: embed_dim)")
-    intermediate_size: int = Field(gt=0, description="the MLP's inner width")
-    gated_mlp: bool = Field(description="gate and up projections (SwiGLU) rather than fc1 -> act")
-    num_heads: int = Field(gt=0)
-    patch_size: int = Field(gt=0)
-    spatial_merge_size: int = Field(gt=0)
-    temporal_patch_size: int = Field(default=2, gt=0)
-    in_channels: int = Field(default=3, gt=0)
-    out_hidden_size: int = Field(gt=0, description="the width of the embeddings handed to the decoder")
-    deepstack_layers: int = Field(default=0, ge=0, description="extra feature levels kept (Qwen3-VL)")
-    window_size: int | None = Field(default=None, description="windowed attention span in pixels")
-    max_pixels: int = Field(gt=0, description="the image processor's pixel cap")
-    video: bool = Field(default=True, description="the model takes videos (profiled as a modality)")
+    __pydantic_config__ = STRICT
+
+    depth: int
+    hidden_size: int  # the tower's width (Qwen2-VL: embed_dim)
+    intermediate_size: int  # the MLP's inner width
+    gated_mlp: bool  # gate and up projections (SwiGLU) rather than fc1 -> act
+    num_heads: int
+    patch_size: int
+    spatial_merge_size: int
+    temporal_patch_size: int = 2
+    in_channels: int = 3
+    out_hidden_size: int  # the width of the embeddings handed to the decoder
+    deepstack_layers: int = 0  # extra feature levels kept (Qwen3-VL)
+    window_size: int | None = None  # windowed attention span in pixels
+    max_pixels: int  # the image processor's pixel cap
+    video: bool = True  # the model takes videos (profiled as a modality)
     source: str
 
+    def __post_init__(self) -> None:
+        positive(self, "depth", "hidden_size", "intermediate_size", "num_heads", "patch_size")
+        positive(self, "spatial_merge_size", "temporal_patch_size", "in_channels", "out_hidden_size")
+        positive(self, "max_pixels")
+        if self.deepstack_layers < 0:
+            raise ValueError(f"deepstack_layers must not be negative, not {self.deepstack_layers!r}")
 
-class RopeScaling(_Strict):
+
+@dataclass(frozen=True, kw_only=True)
+class RopeScaling:
+    """A config.json's ``rope_scaling``: how the context was stretched past training."""
+
+    __pydantic_config__ = STRICT
+
     type: str
     factor: float | None = None
     original_max_position_embeddings: int | None = None
@@ -160,59 +186,69 @@ QuantName = Literal[
 ]
 
 
-class Variant(_Strict):
-    id: str = Field(description="repo id, Ollama tag or GGUF file name")
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """One checkpoint of a model: a quantisation with its real size or bits per weight."""
+
+    __pydantic_config__ = STRICT
+
+    id: str  # repo id, Ollama tag or GGUF file name
     quant: QuantName
-    gguf_type: str | None = Field(default=None, description="e.g. Q4_K_M, IQ4_XS (gguf only)")
-    size_bytes: int | None = Field(default=None, description="real checkpoint / file size")
+    gguf_type: str | None = None  # e.g. Q4_K_M, IQ4_XS (gguf only)
+    size_bytes: int | None = None  # real checkpoint / file size
     bits_per_weight: float | None = None
-    ollama: str | None = Field(default=None, description="Ollama tag serving this variant")
-    aliases: list[str] = []
+    ollama: str | None = None  # Ollama tag serving this variant
+    aliases: list[str] = field(default_factory=list)
     source: str
 
-    @model_validator(mode="after")
-    def _size_known(self) -> Variant:
+    def __post_init__(self) -> None:
         if self.size_bytes is None and self.bits_per_weight is None:
             raise ValueError("a variant needs size_bytes or bits_per_weight")
         if self.quant == "gguf" and not self.gguf_type:
             raise ValueError("a gguf variant needs gguf_type")
-        return self
 
 
-class ModelSpec(_Strict):
+_POSITIVE = (
+    "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "vocab_size", "max_position_embeddings", "params_b",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """A model's shapes from its config.json: what weights, KV cache and activations depend on."""
+
+    __pydantic_config__ = STRICT
+
     id: str
     family: str
     architecture: str
     source: str
-    num_hidden_layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
+    num_hidden_layers: int
+    hidden_size: int
     intermediate_size: int | None = None
     moe_intermediate_size: int | None = None
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0)
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    max_position_embeddings: int
     rope_scaling: RopeScaling | None = None
     torch_dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
-    params_b: float = Field(gt=0, description="total parameters, billions")
-    active_params_b: float | None = Field(default=None, description="MoE: active per token, billions")
+    params_b: float  # total parameters, billions
+    active_params_b: float | None = None  # MoE: active per token, billions
     num_experts: int | None = None
     experts_per_token: int | None = None
-    layers: list[LayerGroup] | None = Field(
-        default=None, description="layer composition; absent = every layer full attention"
-    )
+    layers: list[LayerGroup] | None = None  # layer composition; absent = every layer full attention
     mla: MLA | None = None
-    mtp_layers: int | None = Field(
-        default=None, description="the model's own draft layers (config.json mtp_num_hidden_layers)"
-    )
+    mtp_layers: int | None = None  # the model's own draft layers (config.json mtp_num_hidden_layers)
     multimodal: bool = False
-    vision: VisionTower | None = Field(default=None, description="multimodal: the vision encoder")
-    variants: list[Variant] = []
-    aliases: list[str] = []
+    vision: VisionTower | None = None  # multimodal: the vision encoder
+    variants: list[Variant] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _layers_add_up(self) -> ModelSpec:
+    def __post_init__(self) -> None:
+        positive(self, *_POSITIVE)
         if self.layers is not None:
             total = sum(g.count for g in self.layers)
             if total != self.num_hidden_layers:
@@ -221,7 +257,6 @@ class ModelSpec(_Strict):
                 )
             if any(g.kind == "mla" for g in self.layers) and self.mla is None:
                 raise ValueError("mla layers need the mla ranks")
-        return self
 
     @property
     def layer_groups(self) -> list[LayerGroup]:
@@ -243,20 +278,31 @@ class ModelSpec(_Strict):
         return self.active_params_b is not None
 
 
-class Drafter(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Drafter:
     """A separate draft model's attention geometry (its config.json): the layers whose KV cache vLLM
     V1 keeps in the target's pool when it drafts (DFlash, EAGLE, a small draft model)."""
+
+    __pydantic_config__ = STRICT
 
     id: str
     architecture: str
     source: str
-    num_hidden_layers: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    aliases: list[str] = []
+    num_hidden_layers: int
+    num_key_value_heads: int
+    head_dim: int
+    aliases: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        positive(self, "num_hidden_layers", "num_key_value_heads", "head_dim")
 
 
-class QuantFormat(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class QuantFormat:
+    """A weight or KV-cache format and its bits per weight / bytes per element."""
+
+    __pydantic_config__ = STRICT
+
     name: str
     engine: Literal["gguf", "vllm"]
     block_bpw: float | None = None
@@ -265,19 +311,39 @@ class QuantFormat(_Strict):
     source: str
 
 
-class _GPUFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class _GPUFile:
+    """data/gpus.yaml."""
+
+    __pydantic_config__ = STRICT
+
     gpus: list[GPU]
 
 
-class _ModelFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class _ModelFile:
+    """One file of data/models/."""
+
+    __pydantic_config__ = STRICT
+
     models: list[ModelSpec]
 
 
-class _DrafterFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class _DrafterFile:
+    """data/drafters.yaml."""
+
+    __pydantic_config__ = STRICT
+
     drafters: list[Drafter]
 
 
-class _QuantFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class _QuantFile:
+    """data/quants.yaml."""
+
+    __pydantic_config__ = STRICT
+
     weight_formats: list[QuantFormat]
     kv_cache_types: list[QuantFormat]
 
@@ -302,20 +368,22 @@ def catalog_files(*names: str) -> list[tuple[str, bytes]]:
     return _files(*names)
 
 
-def _validated(kind: str, files: list[tuple[str, bytes]], build, expect: type):
+def _validated(
+    kind: str, files: list[tuple[str, bytes]], build: Callable[[list[tuple[str, bytes]]], T], expect: type
+) -> T:
     key = content_key(kind, files, _CODE)
     return cached(key, lambda: build(files), expect)
 
 
 def _build_gpus(files: list[tuple[str, bytes]]) -> tuple[GPU, ...]:
-    return tuple(_GPUFile.model_validate(load_yaml(files[0][1])).gpus)
+    return tuple(validate(_GPUFile, load_yaml(files[0][1])).gpus)
 
 
 def _build_models(files: list[tuple[str, bytes]]) -> tuple[ModelSpec, ...]:
     found: list[ModelSpec] = []
     seen: dict[str, str] = {}
     for filename, data in files:
-        for model in _ModelFile.model_validate(load_yaml(data)).models:
+        for model in validate(_ModelFile, load_yaml(data)).models:
             if model.id in seen:
                 raise ValueError(f"model {model.id!r} is in both {seen[model.id]} and {filename}")
             seen[model.id] = filename
@@ -324,7 +392,7 @@ def _build_models(files: list[tuple[str, bytes]]) -> tuple[ModelSpec, ...]:
 
 
 def _build_quants(files: list[tuple[str, bytes]]) -> _QuantFile:
-    return _QuantFile.model_validate(load_yaml(files[0][1]))
+    return validate(_QuantFile, load_yaml(files[0][1]))
 
 
 @cache
@@ -339,7 +407,7 @@ def models() -> tuple[ModelSpec, ...]:
 
 
 def _build_drafters(files: list[tuple[str, bytes]]) -> tuple[Drafter, ...]:
-    return tuple(_DrafterFile.model_validate(load_yaml(files[0][1])).drafters)
+    return tuple(validate(_DrafterFile, load_yaml(files[0][1])).drafters)
 
 
 @cache

@@ -7,13 +7,16 @@ unit, kind (exact / fitted / estimate) and source; the budget modules read them 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from knowledge.cache import cached, code_digest, content_key, load_yaml
+from knowledge.validate import STRICT, validate
+
+if TYPE_CHECKING:
+    from pydantic import Field
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "engine_constants.yaml"
 
@@ -21,23 +24,21 @@ Scalar = int | float
 Row = dict[str, int | float | bool]
 
 
-class EngineConstant(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class EngineConstant:
     """One constant: a value (or a table of rows), what it is measured in and where it comes from."""
 
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, defer_build=True
-    )  # schema built on a cache miss only
+    __pydantic_config__ = STRICT
 
     value: Scalar | None = None
     table: tuple[Row, ...] | None = None
-    unit: str = Field(min_length=1)
+    unit: Annotated[str, Field(min_length=1)]
     kind: Literal["exact", "fitted", "estimate"]
-    source: str = Field(min_length=10)
+    source: Annotated[str, Field(min_length=10)]
     fitted_on: tuple[str, ...] = ()
     tolerance: str | None = None
 
-    @model_validator(mode="after")
-    def _one_value_and_its_evidence(self) -> EngineConstant:
+    def __post_init__(self) -> None:
         if (self.value is None) == (self.table is None):
             raise ValueError("give exactly one of value and table")
         if self.table is not None and (not self.table or len({tuple(r) for r in self.table}) != 1):
@@ -46,13 +47,13 @@ class EngineConstant(BaseModel):
             raise ValueError("a fitted constant names the logs it was fitted on and the tolerance")
         if self.kind != "fitted" and (self.fitted_on or self.tolerance):
             raise ValueError("only a fitted constant has fitted_on and tolerance")
-        return self
 
 
-class _File(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, defer_build=True
-    )  # schema built on a cache miss only
+@dataclass(frozen=True, kw_only=True)
+class _File:
+    """data/engine_constants.yaml: engine -> name -> constant."""
+
+    __pydantic_config__ = STRICT
 
     vllm: dict[str, EngineConstant]
     llamacpp: dict[str, EngineConstant]
@@ -61,7 +62,7 @@ class _File(BaseModel):
 
 
 def _build(files: list[tuple[str, bytes]]) -> _File:
-    return _File.model_validate(load_yaml(files[0][1]))
+    return validate(_File, load_yaml(files[0][1]))
 
 
 _CODE = code_digest(Path(__file__).resolve())
@@ -72,7 +73,7 @@ def engine_constants() -> dict[str, dict[str, EngineConstant]]:
     """engine -> name -> constant, as validated from the data file."""
     files = [(DATA_FILE.name, DATA_FILE.read_bytes())]
     parsed = cached(content_key("engine-constants", files, _CODE), lambda: _build(files), _File)
-    return {engine: dict(getattr(parsed, engine)) for engine in _File.model_fields}
+    return {f.name: dict(getattr(parsed, f.name)) for f in fields(_File)}
 
 
 def entry(engine: str, name: str) -> EngineConstant:

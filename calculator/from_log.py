@@ -17,7 +17,7 @@ Pure functions over text; RE2 only (linear time on any paste).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import re2
@@ -371,7 +371,7 @@ def _spec(meta: dict[str, Any], name: str, lines: list[str], notes: list[str]) -
         spec = spec_from_gguf_meta(meta, name, "the pasted load log")
     except (ConfigError, ValueError, TypeError):
         return None
-    return spec.model_copy(update={"family": "log"})
+    return replace(spec, family="log")
 
 
 # --- vLLM ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, wraps
 from pathlib import Path
 from typing import TypeVar
@@ -199,7 +199,7 @@ def _gpu_pick(query: str, found: list[GPU]) -> GPU:
     chosen = next((g for g in found if g.usable_gib is not None), found[0])
     others = ", ".join(g.name for g in found if g is not chosen)
     note = f"{query.strip()!r} taken as {chosen.name}; {others} has the same {_gb(chosen)}"
-    return chosen.model_copy(update={"assumed": note})
+    return replace(chosen, assumed=note)
 
 
 def _gpu_size_mismatch(query: str, q: _GpuQuery, found: list[GPU], size: float) -> NameNotFound:

@@ -1,4 +1,5 @@
-"""Error signatures as data: one YAML file per engine, validated by a pydantic schema.
+"""Error signatures as data: one YAML file per engine, validated by pydantic into plain dataclasses
+(:mod:`knowledge.schema`, :mod:`knowledge.validate`).
 
 Nothing here imports ``bot`` or ``adapters``.  The names below are imported on first use, so a
 command that only needs :mod:`knowledge.cache` (the catalogs' loader) never parses the schema.

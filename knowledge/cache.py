@@ -2,8 +2,10 @@
 
 Parsing YAML and validating it with pydantic costs far more than reading back the validated objects, so
 the knowledge base and the catalogs are pickled once per distinct content and read back on the next
-start.  The key hashes every source file's name and bytes together with the code that validates them,
-so an edited file, pack or schema rebuilds the entry.
+start.  The objects are plain dataclasses (:mod:`knowledge.validate`), so reading them back imports
+neither PyYAML nor pydantic.  The key hashes every source file's name and bytes together with the code
+that validates them and the installed pydantic's version file (read, not imported), so an edited file,
+pack or schema, or another pydantic, rebuilds the entry.
 
 The cache is an optimisation only: a folder that cannot be created or written (read-only containers),
 a stale, truncated or foreign entry, or ``GPU_GARDEN_CACHE_DIR=off`` all fall back to building the data
@@ -14,11 +16,13 @@ by others, because unpickling runs code.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
 import stat
 import sys
 from collections.abc import Callable, Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,18 +60,25 @@ def code_digest(*paths: Path) -> bytes:
     return h.digest()
 
 
-def content_key(
-    kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"", validator: bool = True
-) -> str:
-    """A digest of the sources (name and bytes), the validating code and the interpreter; with
-    ``validator`` (entries that hold pydantic objects), pydantic's version too.  An entry of plain
-    values passes False, so reading it back imports no pydantic."""
-    version = ""
-    if validator:
-        import pydantic
+@cache
+def validator_digest() -> bytes:
+    """The shared validation code (knowledge/validate.py) and the installed pydantic's ``version.py``
+    (its version and the pydantic-core it requires), found without importing pydantic."""
+    h = hashlib.sha256(code_digest(Path(__file__).with_name("validate.py")))
+    spec = importlib.util.find_spec("pydantic")
+    if spec is not None and spec.origin:
+        try:
+            h.update(Path(spec.origin).with_name("version.py").read_bytes())
+        except OSError:
+            h.update(spec.origin.encode())
+    return h.digest()
 
-        version = pydantic.VERSION
-    h = hashlib.sha256(f"{kind}\0{sys.version}\0{version}\0".encode())
+
+def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"") -> str:
+    """A digest of the sources (name and bytes), the validating code, the interpreter and
+    :func:`validator_digest`."""
+    h = hashlib.sha256(f"{kind}\0{sys.version}\0".encode())
+    h.update(validator_digest())
     h.update(code)
     for name, data in sources:
         h.update(f"\0{name}\0{len(data)}\0".encode())

@@ -7,14 +7,18 @@ version is unknown (the caller decides what an unknown version means and says so
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from knowledge.cache import cached, code_digest, content_key, load_yaml
+from knowledge.validate import STRICT, compiled, validate
+
+if TYPE_CHECKING:
+    from pydantic import Field
 
 Version = tuple[int, int, int]
 _FILE = Path(__file__).with_name("features.yaml")
@@ -34,25 +38,27 @@ def parse_version(text: str | None) -> Version | None:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _check_versions(*versions: str | None) -> None:
+    for v in versions:
+        if v is not None and parse_version(v) is None:
+            raise ValueError(f"not a version: {v!r}")
 
 
-def _check_version(v: str | None) -> str | None:
-    if v is not None and parse_version(v) is None:
-        raise ValueError(f"not a version: {v!r}")
-    return v
+@dataclass(frozen=True, kw_only=True)
+class Feature:
+    """A flag, default or behaviour and the engine versions that have it."""
 
+    __pydantic_config__ = STRICT
 
-class Feature(_Strict):
-    id: str = Field(pattern=r"^[a-z.]+\.[a-z0-9_]+$")
+    id: Annotated[str, Field(pattern=r"^[a-z.]+\.[a-z0-9_]+$")]
     engine: str
     since: str | None = None
     until: str | None = None
-    forks: dict[str, bool] = {}
-    source: str = Field(min_length=10)
+    forks: dict[str, bool] = field(default_factory=dict)
+    source: Annotated[str, Field(min_length=10)]
 
-    _versions = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
+    def __post_init__(self) -> None:
+        _check_versions(self.since, self.until)
 
     def holds(self, version: Version, fork: str | None = None) -> bool:
         if fork and fork in self.forks:
@@ -62,7 +68,12 @@ class Feature(_Strict):
         return (since is None or version >= since) and (until is None or version < until)
 
 
-class Marker(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Marker:
+    """A line that dates a paste (or proves an engine generation)."""
+
+    __pydantic_config__ = STRICT
+
     engine: str
     pattern: str
     since: str | None = None
@@ -71,50 +82,63 @@ class Marker(_Strict):
     how: str
     source: str
 
-    _versions = field_validator("since", "until")(classmethod(lambda cls, v: _check_version(v)))
-
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, p: str) -> str:
-        re2.compile(p)
-        return p
+    def __post_init__(self) -> None:
+        _check_versions(self.since, self.until)
+        compiled(self.pattern)
 
 
-class Fork(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class Fork:
+    """A fork of an engine, told apart by a pattern."""
+
+    __pydantic_config__ = STRICT
+
     engine: str
     fork: str
     pattern: str
 
 
-class QuantMinimum(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class QuantMinimum:
+    """The compute capability each quantisation method needs, as of a release."""
+
+    __pydantic_config__ = STRICT
+
     release: str
     source: str
     methods: dict[str, int]
 
 
-class ReleaseDates(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class ReleaseDates:
+    """When an engine's releases were tagged, and how its log lines carry a date."""
+
+    __pydantic_config__ = STRICT
+
     engine: str
     dated_by: str  # the date a log line carries, as one YYYY-MM-DD group
     source: str
     dates: dict[str, str]  # release -> the date it was tagged (YYYY-MM-DD)
 
-    @field_validator("dated_by")
-    @classmethod
-    def _compiles(cls, p: str) -> str:
-        re2.compile(p)
-        return p
+    def __post_init__(self) -> None:
+        compiled(self.dated_by)
 
 
-class FeatureFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class FeatureFile:
+    """knowledge/features.yaml."""
+
+    __pydantic_config__ = STRICT
+
     features: list[Feature]
-    markers: list[Marker] = []
-    forks: list[Fork] = []
-    quant_min_capability: list[QuantMinimum] = []
-    releases: list[ReleaseDates] = []
+    markers: list[Marker] = field(default_factory=list)
+    forks: list[Fork] = field(default_factory=list)
+    quant_min_capability: list[QuantMinimum] = field(default_factory=list)
+    releases: list[ReleaseDates] = field(default_factory=list)
 
 
 def _parse(data: bytes) -> FeatureFile:
-    return FeatureFile.model_validate(load_yaml(data))
+    return validate(FeatureFile, load_yaml(data))
 
 
 _CODE = code_digest(Path(__file__).resolve())

@@ -4,15 +4,19 @@ what it needs and what it costs."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from knowledge.cache import cached, code_digest, content_key, load_yaml
 from knowledge.features import feature
+from knowledge.validate import STRICT, validate
+
+if TYPE_CHECKING:
+    from pydantic import Field
 
 _FILE = Path(__file__).with_name("levers.yaml")
 _CONDITION = r"not [a-z_]+|[a-z_]+ > (?:[a-z_]+|[0-9]+(?:\.[0-9]+)?)"
@@ -23,45 +27,50 @@ Knob = Literal[
 ]  # fmt: skip
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class Spelling:
+    """How one engine spells a lever: a flag, an environment variable or a parameter."""
 
+    __pydantic_config__ = STRICT
 
-class Spelling(_Strict):
     flag: str | None = None
     env: str | None = None
     param: str | None = None
-    value: str | None = Field(default=None, description="a fixed value; None: the knob's value")
-    also: dict[str, str] = {}
-    requires: list[str] = []
+    value: str | None = None  # a fixed value; None: the knob's value
+    also: dict[str, str] = field(default_factory=dict)
+    requires: list[str] = field(default_factory=list)
     hardware: Literal["fp8_kv", "flash_attn", "bf16"] | None = None
     needs_flash_attn: bool = False
 
-    @model_validator(mode="after")
-    def _features_exist(self) -> Spelling:
+    def __post_init__(self) -> None:
         for f in self.requires:
-            feature(f)  # raises on an unknown id
-        return self
+            try:
+                feature(f)
+            except KeyError as exc:  # a ValueError is what validation reports
+                raise ValueError(exc.args[0]) from None
 
 
-class Lever(_Strict):
-    id: str = Field(pattern=r"^[a-z0-9_]+$")
-    remedies: list[str] = Field(min_length=1)
+@dataclass(frozen=True, kw_only=True)
+class Lever:
+    """One fix: the knob it turns, what it changes and costs, per engine."""
+
+    __pydantic_config__ = STRICT
+
+    id: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")]
+    remedies: Annotated[list[str], Field(min_length=1)]
     knob: Knob
     change: str
     cost: str
     effect: str = ""  # what a fixed setting achieves (knob none); default: the change itself
-    engines: dict[str, Spelling] = {}
+    engines: dict[str, Spelling] = field(default_factory=dict)
     command: str | None = None  # a diagnostic command (advice levers)
     # conditions on the paste's numbers, all of which must hold: "a > b", "a > 1", "not a"
-    when: list[str] = []
+    when: list[str] = field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _conditions_parse(self) -> Lever:
+    def __post_init__(self) -> None:
         for condition in self.when:
             if not re2.fullmatch(_CONDITION, condition):
                 raise ValueError(f"lever {self.id}: condition {condition!r} is not 'a > b' or 'not a'")
-        return self
 
     def holds(self, get: Callable[[str], Any]) -> bool:
         """Every ``when`` condition holds on the values ``get`` reads (a missing value never does)."""
@@ -77,22 +86,25 @@ class Lever(_Strict):
         return True
 
 
-class LeverFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class LeverFile:
+    """knowledge/levers.yaml."""
+
+    __pydantic_config__ = STRICT
+
     levers: list[Lever]
 
-    @model_validator(mode="after")
-    def _unique(self) -> LeverFile:
+    def __post_init__(self) -> None:
         seen: dict[str, str] = {}
         for lever in self.levers:
             for r in lever.remedies:
                 if r in seen:
                     raise ValueError(f"remedy {r!r} is claimed by both {seen[r]} and {lever.id}")
                 seen[r] = lever.id
-        return self
 
 
 def _parse(data: bytes) -> LeverFile:
-    return LeverFile.model_validate(load_yaml(data))
+    return validate(LeverFile, load_yaml(data))
 
 
 # the levers are checked against the feature table: its file and code are part of the key

@@ -2,7 +2,8 @@
 
 YAML is parsed with libyaml's C loader when PyYAML has it (the pure-Python loader otherwise: same
 documents, several times slower), and the validated knowledge base is kept in a cache keyed by the
-files' content (:mod:`knowledge.cache`), so a start with unchanged files skips both.
+files' content (:mod:`knowledge.cache`), so a start with unchanged files skips both (and imports
+neither PyYAML nor pydantic: the signatures are plain dataclasses, validated when the entry is built).
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from knowledge.cache import cached, code_digest, content_key, load_yaml
 from knowledge.schema import ContextRule, Signature, SignatureFile
+from knowledge.validate import validate
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class KnowledgeError(ValueError):
@@ -24,6 +28,8 @@ class KnowledgeError(ValueError):
 
 @dataclass(frozen=True)
 class LoadedSignature:
+    """A signature with the engine and file it came from."""
+
     signature: Signature
     engine: str
     origin: str
@@ -31,12 +37,18 @@ class LoadedSignature:
 
 @dataclass(frozen=True)
 class KnowledgeBase:
+    """Every loaded signature and context rule, in load order."""
+
     signatures: tuple[LoadedSignature, ...]
     context: tuple[tuple[str, ContextRule], ...]  # (engine, rule)
     files: tuple[str, ...]
 
     def by_id(self, sig_id: str) -> LoadedSignature | None:
         return next((s for s in self.signatures if s.signature.id == sig_id), None)
+
+
+# pydantic's wording for an unknown key of a dataclass ("Unexpected keyword argument"), said plainly
+_MESSAGES = {"unexpected_keyword_argument": "unknown field (not in the schema)"}
 
 
 def _describe(exc: ValidationError, data: object) -> str:
@@ -47,10 +59,13 @@ def _describe(exc: ValidationError, data: object) -> str:
         if len(loc) >= 2 and loc[0] == "signatures" and isinstance(loc[1], int) and isinstance(data, dict):
             try:
                 entry_id = data["signatures"][loc[1]].get("id", f"#{loc[1]}")
-                where = f"signature {entry_id!r}: " + ".".join(str(x) for x in loc[2:])
+                rest = ".".join(str(x) for x in loc[2:])
+                where = f"signature {entry_id!r}" + (f": {rest}" if rest else "")
             except (KeyError, IndexError, AttributeError, TypeError):
                 pass
-        parts.append(f"{where}: {err['msg']}")
+        # a __post_init__ check's ValueError is its own message (pydantic prefixes "Value error, ")
+        message = _MESSAGES.get(err["type"], err["msg"].removeprefix("Value error, "))
+        parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
 
 
@@ -63,8 +78,10 @@ def parse_file(text: str, origin: str) -> SignatureFile:
         raise KnowledgeError(f"{origin}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise KnowledgeError(f"{origin}: expected a mapping with 'engine' and 'signatures'")
+    from pydantic import ValidationError
+
     try:
-        return SignatureFile.model_validate(data)
+        return validate(SignatureFile, data)
     except ValidationError as exc:
         raise KnowledgeError(f"{origin}: {_describe(exc, data)}") from exc
 

@@ -29,10 +29,15 @@ memory units ``gib``/``mib``/``kib``/``gb``/``mb``/``bytes`` or ``dynamic`` (uni
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from knowledge.validate import STRICT, compiled
+
+if TYPE_CHECKING:
+    from pydantic import Field
 
 # The corpus README's vocabulary: the memory and context categories.
 MemoryCategory = Literal[
@@ -231,84 +236,68 @@ CONTEXT_FIELDS = (
 )
 
 
-class _Strict(BaseModel):
-    # built on first validation: a start that reads the knowledge base from the cache never validates
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+@dataclass(frozen=True, kw_only=True)
+class Example:
+    """A paste a signature must (or must not) match, with the values it must capture."""
 
+    __pydantic_config__ = STRICT
 
-def _compile(pattern: str) -> re2._Regexp:
-    try:
-        return re2.compile(pattern)
-    except re2.error as exc:  # pragma: no cover - message depends on RE2
-        raise ValueError(f"pattern does not compile under RE2: {exc}") from exc
-
-
-class Example(_Strict):
-    text: str = Field(min_length=1)
-    params: dict[str, float | int | str] = {}
+    text: Annotated[str, Field(min_length=1)]
+    params: dict[str, float | int | str] = field(default_factory=dict)
     source: str = ""
     expect: Literal["match", "no_match"] = "match"
 
 
-class Signature(_Strict):
-    id: str = Field(pattern=r"^[a-z0-9_.:-]+$")
+Form = Literal[
+    "capacity_short", "budget_over", "capability_below", "constraint_violated", "report", "wrapper", "advice"
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Signature:
+    """One recognisable failure: its patterns, captures, cause and remedies."""
+
+    __pydantic_config__ = STRICT
+
+    id: Annotated[str, Field(pattern=r"^[a-z0-9_.:-]+$")]
     category: Category
     title: str
     severity: Literal["error", "warning", "info"] = "error"
-    priority: int = Field(default=50, ge=0, le=100, description="rank among findings: higher is the root")
-    patterns: list[str] = Field(min_length=1, description="any one matching makes a finding (first wins)")
-    requires: list[str] = Field(default=[], description="each must also match somewhere in the paste")
-    excludes: list[str] = Field(default=[], description="none may match anywhere in the paste")
-    captures: dict[str, Unit] = {}
+    # rank among findings: higher is the root
+    priority: Annotated[int, Field(ge=0, le=100)] = 50
+    # any one matching makes a finding (first wins)
+    patterns: Annotated[list[str], Field(min_length=1)]
+    requires: list[str] = field(default_factory=list)  # each must also match somewhere in the paste
+    excludes: list[str] = field(default_factory=list)  # none may match anywhere in the paste
+    captures: dict[str, Unit] = field(default_factory=dict)
     cause: str
-    remedies: list[str] = []
-    form: (
-        Literal[
-            "capacity_short",
-            "budget_over",
-            "capability_below",
-            "constraint_violated",
-            "report",
-            "wrapper",
-            "advice",
-        ]
-        | None
-    ) = Field(default=None, description="the generic diagnosis that answers it; default: by category")
-    advice: list[str] = Field(
-        default=[],
-        description="short steps the reply lists when no remedy computes a fix; may name captures as "
-        "{name}, e.g. 'run the container with --ipc=host (or --shm-size=16g)'",
-    )
-    versions: str | None = Field(
-        default=None,
-        description="engine versions that print this wording, e.g. '<=0.10.2' or '>=0.15'; the newest "
-        "such version is assumed when the paste does not say",
-        pattern=r"^(<=|>=|<|>|==)?[0-9]+(\.[0-9]+){0,2}$",
-    )
-    suppresses: list[str] = Field(
-        default=[], description="signature ids (or categories) this one explains when both match"
-    )
-    examples: list[Example] = Field(min_length=1)
+    remedies: list[str] = field(default_factory=list)
+    form: Form | None = None  # the generic diagnosis that answers it; default: by category
+    # short steps the reply lists when no remedy computes a fix; may name captures as {name},
+    # e.g. 'run the container with --ipc=host (or --shm-size=16g)'
+    advice: list[str] = field(default_factory=list)
+    # engine versions that print this wording, e.g. '<=0.10.2' or '>=0.15'; the newest such version
+    # is assumed when the paste does not say
+    versions: Annotated[str | None, Field(pattern=r"^(<=|>=|<|>|==)?[0-9]+(\.[0-9]+){0,2}$")] = None
+    # signature ids (or categories) this one explains when both match
+    suppresses: list[str] = field(default_factory=list)
+    examples: Annotated[list[Example], Field(min_length=1)]
 
-    @field_validator("patterns", "requires", "excludes")
-    @classmethod
-    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
-        for p in patterns:
-            _compile(p)
-        return patterns
-
-    @field_validator("remedies")
-    @classmethod
-    def _known_remedies(cls, remedies: list[str]) -> list[str]:
-        unknown = [r for r in remedies if r not in REMEDIES]
+    def __post_init__(self) -> None:
+        for name in ("patterns", "requires", "excludes"):
+            for p in getattr(self, name):
+                try:
+                    compiled(p)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
+        unknown = [r for r in self.remedies if r not in REMEDIES]
         if unknown:
-            raise ValueError(f"unknown remedies {unknown}; known: {', '.join(sorted(REMEDIES))}")
-        return remedies
+            raise ValueError(f"remedies: unknown remedies {unknown}; known: {', '.join(sorted(REMEDIES))}")
+        self._captures_declared()
 
-    @model_validator(mode="after")
-    def _captures_declared(self) -> Signature:
+    def _captures_declared(self) -> None:
         for p in self.patterns:
-            names = set(_compile(p).groupindex)
+            names = set(compiled(p).groupindex)
             for name in names:
                 base = name.removesuffix("_unit")
                 if name not in self.captures and not (name.endswith("_unit") and base in self.captures):
@@ -322,38 +311,38 @@ class Signature(_Strict):
             for name in re2.findall(r"\{([a-z_]+)\}", step):
                 if name not in self.captures:
                     raise ValueError(f"advice names {{{name}}}, which is not declared under captures")
-        return self
 
 
-class ContextRule(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class ContextRule:
+    """A pattern that reads one context field (model, flags, versions) from a paste."""
+
+    __pydantic_config__ = STRICT
+
     field: str
     pattern: str
-    value: str | None = Field(default=None, description="constant value when the pattern has no group")
+    value: str | None = None  # constant value when the pattern has no group
 
-    @field_validator("field")
-    @classmethod
-    def _known_field(cls, field: str) -> str:
-        if field not in CONTEXT_FIELDS:
-            raise ValueError(f"unknown context field {field!r}; known: {', '.join(CONTEXT_FIELDS)}")
-        return field
-
-    @model_validator(mode="after")
-    def _has_value(self) -> ContextRule:
-        if "value" not in _compile(self.pattern).groupindex and self.value is None:
+    def __post_init__(self) -> None:
+        if self.field not in CONTEXT_FIELDS:
+            raise ValueError(f"unknown context field {self.field!r}; known: {', '.join(CONTEXT_FIELDS)}")
+        if "value" not in compiled(self.pattern).groupindex and self.value is None:
             raise ValueError("a context pattern needs a (?P<value>...) group or a constant value")
-        return self
 
 
-class SignatureFile(_Strict):
+@dataclass(frozen=True, kw_only=True)
+class SignatureFile:
+    """One engine's signature file."""
+
+    __pydantic_config__ = STRICT
+
     engine: Engine
-    signatures: list[Signature] = []
-    context: list[ContextRule] = []
+    signatures: list[Signature] = field(default_factory=list)
+    context: list[ContextRule] = field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> SignatureFile:
+    def __post_init__(self) -> None:
         seen: set[str] = set()
         for s in self.signatures:
             if s.id in seen:
                 raise ValueError(f"duplicate signature id {s.id!r}")
             seen.add(s.id)
-        return self

@@ -3,6 +3,8 @@ and a repeated question is answered from the answers kept."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from calculator.catalog import gpus, models
@@ -64,7 +66,7 @@ def test_repeated_question_is_answered_from_kept_answers():
 def test_another_object_with_the_same_id_is_computed_again():
     model = MODELS[0]
     first = gpus_for_model(model, None, context=32768)
-    copy = model.model_copy()
+    copy = dataclasses.replace(model)
     other = gpus_for_model(copy, None, context=32768)
     assert [(o.gpu.id, o.count) for o in other] == [(o.gpu.id, o.count) for o in first]
     assert all(a is not b for a, b in zip(other, first, strict=True))

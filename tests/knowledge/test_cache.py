@@ -140,3 +140,59 @@ def test_a_fresh_triage_process_parses_no_yaml():
     for _ in range(2):  # the first run may fill the cache
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+WARM_LOAD = """
+import sys
+from pathlib import Path
+from calculator.catalog import gpus, models, quant_formats
+from calculator.constants import engine_constants
+from knowledge.features import feature_table
+from knowledge.levers import levers
+from knowledge.loader import load_builtin, load_with_extra
+from bot.secret_rules import default_rules
+models(); gpus(); quant_formats(); engine_constants(); feature_table(); levers(); load_builtin()
+kb = load_with_extra(Path(sys.argv[1]))
+default_rules()
+assert kb.by_id("cache-test-pack") is not None and len(models()) > 100
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core", "yaml")))
+"""
+
+
+def test_a_warm_start_loads_every_catalog_and_the_knowledge_without_pydantic(tmp_path):
+    import subprocess
+    import sys
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    (packs / "p.yaml").write_text(PACK)
+    env = {**os.environ, C.ENV: str(tmp_path / "c")}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", WARM_LOAD, str(packs)], capture_output=True, text=True, check=True, env=env
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert runs[0] != "[]"  # the first start built the entries: it validated with pydantic
+    assert runs[1] == "[]"
+
+
+def test_a_new_pydantic_version_file_changes_every_key(monkeypatch, tmp_path):
+    import sys
+
+    # a stand-in pydantic found first on the path (find_spec answers from sys.modules otherwise)
+    monkeypatch.delitem(sys.modules, "pydantic", raising=False)
+    version = tmp_path / "pydantic" / "version.py"
+    version.parent.mkdir()
+    (version.parent / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    keys = []
+    for text in ("VERSION = '2.0.0'\n", "VERSION = '2.0.1'\n"):
+        version.write_text(text)
+        C.validator_digest.cache_clear()
+        keys.append(C.content_key("t", [("a.yaml", b"x")]))
+    version.write_text("VERSION = '2.0.0'\n")
+    C.validator_digest.cache_clear()
+    assert keys[0] != keys[1]
+    assert C.content_key("t", [("a.yaml", b"x")]) == keys[0]
+    C.validator_digest.cache_clear()

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from bot.detector import detect
 from knowledge import load_builtin
 from knowledge.schema import CONFIG_CATEGORIES, MEMORY_CATEGORIES, Category, Engine, Signature
+from knowledge.validate import validate
 
 NEW_FILES = {
     "lmstudio.yaml",
@@ -83,17 +84,17 @@ def _signature(**over) -> dict:
 
 
 def test_advice_may_name_a_declared_capture():
-    sig = Signature.model_validate(_signature(advice=["stop what listens on :{port}"]))
+    sig = validate(Signature, _signature(advice=["stop what listens on :{port}"]))
     assert sig.advice == ["stop what listens on :{port}"]
 
 
 def test_advice_naming_an_undeclared_capture_is_refused():
     with pytest.raises(ValidationError, match=r"advice names \{host\}"):
-        Signature.model_validate(_signature(advice=["bind {host} instead"]))
+        validate(Signature, _signature(advice=["bind {host} instead"]))
 
 
 def test_advice_defaults_to_empty():
-    assert Signature.model_validate(_signature()).advice == []
+    assert validate(Signature, _signature()).advice == []
 
 
 @pytest.mark.parametrize("loaded", NEW_SIGNATURES, ids=lambda s: s.signature.id)
