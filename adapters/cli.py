@@ -256,12 +256,11 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         )
     if not args.model or not args.gpu:
         return cmd_match(args, stdout)
-    from pydantic import ValidationError
-
     from bot.formatter import to_markdown
     from bot.model_sources import ModelSourceError, resolve_model_arg
     from bot.vram import vram_reply
-    from calculator.estimate import VramRequest, estimate_for
+    from calculator.checks import FieldError
+    from calculator.estimate import VramRequest, estimate_for, result_json
     from calculator.resolve import NameNotFound, resolve_gpu
 
     fields: dict = {"model": args.model, "gpu": args.gpu, "enforce_eager": args.enforce_eager}
@@ -279,13 +278,12 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         from bot.vram import unechoed
 
         raise CliError(unechoed(str(exc), {"model": args.model, "gpu": args.gpu}, "")) from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CliError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from exc
+    except FieldError as exc:
+        raise CliError(f"--{exc.loc[0].replace('_', '-')}: {exc.msg}") from exc
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     if args.json:
-        stdout.write(result.model_dump_json(indent=2) + "\n")
+        stdout.write(result_json(result) + "\n")
     else:
         stdout.write(to_markdown(vram_reply(result)))
         stdout.write("".join(f"\nNote: {note}\n" for note in found.notes))

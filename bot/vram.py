@@ -6,16 +6,17 @@ free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import re2
-from pydantic import ValidationError
 
 from bot.formatter import ENGINE_LABEL
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
+from calculator.checks import FieldError
 from calculator.estimate import EngineName, VramRequest, VramResult, estimate_for
 from calculator.kv import LLAMACPP_KV_BYTES
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
@@ -154,9 +155,8 @@ def request_fields(named: dict[str, str]) -> dict[str, Any]:
             fields["kv_cache_dtype"] = kv
     try:
         VramRequest(**{"model": "x", "gpu": "x", **fields})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise VramInputError(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
+    except FieldError as exc:
+        raise VramInputError(str(exc)) from exc
     return fields
 
 
@@ -217,7 +217,7 @@ def vram_reply(result: VramResult) -> Reply:
         fixes=fixes,
         memory=picture,
         notes=list(result.notes),
-        data=result.model_dump(),
+        data=dataclasses.asdict(result),
     )
 
 

@@ -1,0 +1,144 @@
+"""Field checks written once, in a dataclass's annotations, applied without pydantic.
+
+A field says its bounds as ``Annotated[int, Interval(ge=1, le=64)]`` (annotated_types: pydantic reads the
+same metadata when it validates the class at a boundary), its choices as ``Literal[...]`` and a conversion
+run first as :class:`Convert`.  :func:`check` (called from ``__post_init__``) applies them and converts
+what the type implies (``str`` → ``Path``, ``int`` → ``float``, a dict → a nested dataclass); a bad value
+raises :class:`FieldError` worded as pydantic words it, never quoting the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+
+import annotated_types as at
+
+_BOUNDS: dict[type, tuple[str, str, Callable[[Any, Any], bool]]] = {
+    at.Ge: ("ge", "greater than or equal to", lambda v, b: v >= b),
+    at.Gt: ("gt", "greater than", lambda v, b: v > b),
+    at.Le: ("le", "less than or equal to", lambda v, b: v <= b),
+    at.Lt: ("lt", "less than", lambda v, b: v < b),
+}
+
+
+class FieldError(ValueError):
+    """One field's value is not allowed; ``loc`` is its path (``("limits", "user_per_minute")``)."""
+
+    def __init__(self, loc: tuple[str, ...], msg: str):
+        super().__init__(f"{'.'.join(loc)}: {msg}")
+        self.loc, self.msg = loc, msg
+
+
+@dataclasses.dataclass(frozen=True)
+class Convert:
+    """A conversion run before the field's checks (pydantic runs it too, as a before-validator)."""
+
+    fn: Callable[[Any], Any]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_before_validator_function(self.fn, handler(source))
+
+
+def _number(value: Any, kind: type) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError
+    if kind is int and value != int(value):
+        raise TypeError
+    return kind(value)
+
+
+def _exact(kind: type) -> Callable[[Any], Any]:
+    def accept(value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise TypeError
+        return value
+
+    return accept
+
+
+_SCALARS: dict[Any, tuple[Callable[[Any], Any], str]] = {
+    int: (lambda v: _number(v, int), "Input should be a valid integer"),
+    float: (lambda v: _number(v, float), "Input should be a valid number"),
+    str: (_exact(str), "Input should be a valid string"),
+    bool: (_exact(bool), "Input should be a valid boolean"),
+    Path: (lambda v: Path(v) if isinstance(v, str | Path) else _exact(Path)(v), "Input is not a valid path"),
+}
+
+
+def _annotated(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
+    base, *meta = get_args(tp)
+    for m in meta:
+        if isinstance(m, Convert):
+            value = m.fn(value)
+    value = _value(base, value, loc)
+    for m in meta:
+        for bound in m if isinstance(m, at.GroupedMetadata) else (m,):
+            if type(bound) in _BOUNDS:
+                attr, words, holds = _BOUNDS[type(bound)]
+                if not holds(value, getattr(bound, attr)):
+                    raise FieldError(loc, f"Input should be {words} {getattr(bound, attr)}")
+    return value
+
+
+def _choices(options: tuple[Any, ...]) -> str:
+    quoted = [repr(o) for o in options]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _value(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _annotated(tp, value, loc)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        return _value(next(a for a in args if a is not type(None)), value, loc)
+    if origin is Literal:
+        if value in get_args(tp):
+            return value
+        raise FieldError(loc, f"Input should be {_choices(get_args(tp))}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise FieldError(loc, "Input should be a valid list")
+        return [_value(get_args(tp)[0], v, (*loc, str(i))) for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return value if isinstance(value, tp) else build(tp, value, loc)
+    accept, msg = _SCALARS.get(tp) or (getattr(tp, "from_input", None), "Input is not allowed")
+    try:
+        return accept(value) if accept is not None else value
+    except (TypeError, ValueError):
+        raise FieldError(loc, msg) from None
+
+
+@cache
+def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+    hints = get_type_hints(cls, include_extras=True)
+    return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)
+
+
+def check(obj: Any) -> None:
+    """Check and convert every field of a dataclass instance in place."""
+    for name, tp in _hints(type(obj)):
+        value = getattr(obj, name)
+        checked = _value(tp, value, (name,))
+        if checked is not value:
+            object.__setattr__(obj, name, checked)
+
+
+def build(cls: type, data: Any, loc: tuple[str, ...] = ()) -> Any:
+    """``cls(**data)`` for a mapping of its fields (others ignored); errors carry ``loc`` in front."""
+    if not isinstance(data, dict):
+        raise FieldError(loc, f"Input should be a dictionary or an instance of {cls.__name__}")
+    names = {name for name, _ in _hints(cls)}
+    try:
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except FieldError as exc:
+        raise FieldError((*loc, *exc.loc), exc.msg) from None
