@@ -124,8 +124,8 @@ def paste_limit(settings) -> int:
     (a whole log file piped in, not a chat message)."""
     from bot.core import DEFAULT_PASTE_LIMIT
 
-    limits = settings.limits
-    return limits.paste_max_bytes if "paste_max_bytes" in limits.model_fields_set else DEFAULT_PASTE_LIMIT
+    configured = settings.is_set("limits.paste_max_bytes")
+    return settings.limits.paste_max_bytes if configured else DEFAULT_PASTE_LIMIT
 
 
 def build_bot(settings) -> GardenBot:

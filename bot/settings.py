@@ -10,22 +10,26 @@ Sources, highest precedence first:
 5. the defaults below.
 Tokens are ``SecretStr``: they never appear in logs, reprs or error messages.
 
-Reading the sources needs ``pydantic_settings`` (and through it asyncio, dotenv and the cloud secret
-providers: longer to import than the rest of a ``gpu-garden vram``).  When no source but the flags has
-anything to say (no ``GPU_GARDEN_...`` variable, no ``.env`` file, no settings file), the same fields
-and validators are applied to the flags alone, and that import is skipped.
+Reading the sources needs pydantic-settings (and through it pydantic, asyncio, dotenv and the cloud secret
+providers: longer to import than the rest of a ``gpu-garden vram``).  Every field, default and check is
+written once, in the dataclasses below (bounds as annotated_types metadata, which pydantic reads too).
+When no source but the flags has anything to say (no ``GPU_GARDEN_...`` variable, no ``.env`` file, no
+settings file), :mod:`calculator.checks` applies them to the flags and pydantic is never imported;
+otherwise :func:`settings_class` builds a ``BaseSettings`` from the same fields.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from annotated_types import Ge
 
-CommaList = list[str]  # from the environment as "a,b" (comma-separated, never JSON): see _split
+from calculator.checks import Checked, Convert, FieldError, build
+
 ENV_PREFIX = "GPU_GARDEN_"
 ENV_FILE = ".env"
 # variables with the prefix that are not settings: read elsewhere, ignored by the settings model
@@ -42,80 +46,89 @@ def _split(value: Any) -> Any:
     return value
 
 
-class Limits(BaseModel):
-    paste_max_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, description="text read from one message")
-    attachment_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="downloaded per file")
-    user_per_minute: int = Field(default=6, ge=1, description="replies to one user per minute")
-    channel_per_minute: int = Field(default=20, ge=1, description="replies in one channel per minute")
-    dedup_ttl_seconds: int = Field(default=24 * 3600, ge=60)
+# from the environment as "a,b" (comma-separated, never JSON)
+CommaList = Annotated[list[str], Convert(_split)]
+SlashUrl = Annotated[str, Convert(lambda v: v + "/" if isinstance(v, str) and not v.endswith("/") else v)]
 
 
-class DiscordSettings(BaseModel):
-    token: SecretStr | None = None
-    channels: CommaList = Field(default=[], description="channel ids where pasted errors are read passively")
-    passive: bool = Field(default=True, description="answer errors in enabled channels without a mention")
+@dataclass(frozen=True)
+class Secret:
+    """A token: its value only through :meth:`get_secret_value`, never in a repr, str or error."""
+
+    _value: str = field(repr=False)
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __str__(self) -> str:
+        return "**********"
+
+    @classmethod
+    def from_input(cls, value: Any) -> Secret:
+        if isinstance(value, str | Secret):
+            return value if isinstance(value, Secret) else cls(value)
+        raise TypeError  # worded by the checker; the value is never quoted
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema as cs
+
+        text = cs.no_info_after_validator_function(cls, cs.str_schema())
+        return cs.union_schema([cs.is_instance_schema(cls), text], serialization=cs.to_string_ser_schema())
+
+
+@dataclass
+class Limits(Checked):
+    paste_max_bytes: Annotated[int, Ge(1024)] = 2 * 1024 * 1024  # text read from one message
+    attachment_max_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024  # downloaded per file
+    user_per_minute: Annotated[int, Ge(1)] = 6  # replies to one user per minute
+    channel_per_minute: Annotated[int, Ge(1)] = 20  # replies in one channel per minute
+    dedup_ttl_seconds: Annotated[int, Ge(60)] = 24 * 3600
+
+
+@dataclass
+class DiscordSettings(Checked):
+    token: Secret | None = None
+    channels: CommaList = field(default_factory=list)  # channel ids where pasted errors are read passively
+    passive: bool = True  # answer errors in enabled channels without a mention
     reply_mode: Literal["thread", "reply"] = "thread"
     brief: bool = False
-    guild_id: str | None = Field(default=None, description="sync commands to this guild only (instant)")
-    api_base: str | None = Field(default=None, description="REST base URL override (tests, proxies)")
-    gateway_url: str | None = Field(default=None, description="gateway URL override (tests, proxies)")
-
-    _split_channels = field_validator("channels", mode="before")(classmethod(lambda cls, v: _split(v)))
+    guild_id: str | None = None  # sync commands to this guild only (instant)
+    api_base: str | None = None  # REST base URL override (tests, proxies)
+    gateway_url: str | None = None  # gateway URL override (tests, proxies)
 
 
-class SlackSettings(BaseModel):
-    bot_token: SecretStr | None = None
-    app_token: SecretStr | None = None
-    signing_secret: SecretStr | None = None
-    api_url: str = "https://slack.com/api/"
-    channels: CommaList = Field(default=[], description="channel ids where pasted errors are read passively")
+@dataclass
+class SlackSettings(Checked):
+    bot_token: Secret | None = None
+    app_token: Secret | None = None
+    signing_secret: Secret | None = None
+    api_url: SlashUrl = "https://slack.com/api/"
+    channels: CommaList = field(default_factory=list)  # channel ids where pasted errors are read passively
     passive: bool = True
     mode: Literal["socket", "http"] = "socket"
     http_host: str = "0.0.0.0"
     http_port: int = 3000
     brief: bool = False
 
-    _split_channels = field_validator("channels", mode="before")(classmethod(lambda cls, v: _split(v)))
 
-    @field_validator("api_url")
-    @classmethod
-    def _trailing_slash(cls, v: str) -> str:
-        return v if v.endswith("/") else v + "/"
+class _Derived:
+    """What both settings classes work out from their fields."""
 
+    if TYPE_CHECKING:
+        database: Path
+        hub_cache_dir: Path | None
+        discord: DiscordSettings
+        slack: SlackSettings
+    _given: frozenset[str] = frozenset()
 
-class SettingsFields(BaseModel):
-    """Every setting, its default and its checks; :data:`Settings` adds the sources."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    database: Path = Path("gpu-garden.sqlite3")
-    knowledge_dir: Path | None = None
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_format: Literal["text", "json"] = "text"
-    health_host: str = Field(default="127.0.0.1", description="where /healthz and /metrics listen")
-    health_port: int | None = Field(default=None, description="serve /healthz and /metrics on this port")
-    health_file: Path | None = Field(
-        default=None, description="touched while connected (container healthcheck)"
-    )
-    disconnect_exit_seconds: int = Field(
-        default=600, ge=30, description="exit non-zero after this long offline"
-    )
-    hub_lookup: bool = Field(
-        default=True,
-        description="look unknown org/name models up on the Hugging Face Hub (HF_HUB_OFFLINE also stops it)",
-    )
-    hub_cache_dir: Path | None = Field(
-        default=None, description="where Hub configs are cached; default: hub-cache next to the database"
-    )
-    discord: DiscordSettings = DiscordSettings()
-    slack: SlackSettings = SlackSettings()
-    limits: Limits = Limits()
-
-    @model_validator(mode="after")
-    def _hub_cache_in_data_folder(self) -> SettingsFields:
+    def _fill(self) -> None:
         if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
             self.hub_cache_dir = self.database.parent / "hub-cache"
-        return self
+
+    def is_set(self, dotted: str) -> bool:
+        """Whether a source (not the default) gave this setting, e.g. ``"limits.paste_max_bytes"``."""
+        return dotted in self._given
 
     @property
     def discord_enabled(self) -> bool:
@@ -126,9 +139,44 @@ class SettingsFields(BaseModel):
         return self.slack.bot_token is not None
 
 
+@dataclass
+class SettingsFields(_Derived, Checked):
+    """Every setting, its default and its checks; :func:`settings_class` adds the sources."""
+
+    database: Path = Path("gpu-garden.sqlite3")
+    knowledge_dir: Path | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    health_host: str = "127.0.0.1"  # where /healthz and /metrics listen
+    health_port: int | None = None  # serve /healthz and /metrics on this port
+    health_file: Path | None = None  # touched while connected (container healthcheck)
+    disconnect_exit_seconds: Annotated[int, Ge(30)] = 600  # exit non-zero after this long offline
+    # look unknown org/name models up on the Hugging Face Hub (HF_HUB_OFFLINE also stops it)
+    hub_lookup: bool = True
+    hub_cache_dir: Path | None = None  # where Hub configs are cached; default: hub-cache next to the database
+    discord: DiscordSettings = field(default_factory=DiscordSettings)
+    slack: SlackSettings = field(default_factory=SlackSettings)
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._fill()
+
+
+def _given(data: dict[str, Any]) -> frozenset[str]:
+    """The settings a source gave, as dotted names (``limits.paste_max_bytes``)."""
+    return frozenset(
+        f"{k}.{sub}" if isinstance(v, dict) else k
+        for k, v in data.items()
+        for sub in (v if isinstance(v, dict) else [None])
+    )
+
+
 @cache
 def settings_class() -> type[SettingsFields]:
-    """The fields read from every source (flags, environment, ``.env``, YAML file)."""
+    """A ``BaseSettings`` with :class:`SettingsFields`' fields, read from every source (flags,
+    environment, ``.env``, YAML file); pydantic validates the sections' dataclasses."""
+    from pydantic import Field, create_model, model_validator
     from pydantic_settings import (
         BaseSettings,
         PydanticBaseSettingsSource,
@@ -136,7 +184,7 @@ def settings_class() -> type[SettingsFields]:
         YamlConfigSettingsSource,
     )
 
-    class Settings(SettingsFields, BaseSettings):
+    class Sources(_Derived, BaseSettings):
         model_config = SettingsConfigDict(
             env_prefix=ENV_PREFIX,
             env_nested_delimiter="_",
@@ -147,6 +195,14 @@ def settings_class() -> type[SettingsFields]:
             enable_decoding=False,  # lists are comma-separated (see _split), not JSON
             extra="ignore",
         )
+
+        @model_validator(mode="wrap")
+        @classmethod
+        def _derive(cls, data: Any, handler: Any) -> Any:
+            settings = handler(data)
+            settings._fill()
+            settings._given = _given(data) if isinstance(data, dict) else frozenset()
+            return settings
 
         @classmethod
         def settings_customise_sources(
@@ -163,8 +219,13 @@ def settings_class() -> type[SettingsFields]:
                 sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
             return tuple(sources)
 
-    Settings.__module__ = __name__
-    return Settings
+    hints = get_type_hints(SettingsFields, include_extras=True)
+    defaults = {
+        f.name: f.default if f.default_factory is MISSING else Field(default_factory=f.default_factory)
+        for f in fields(SettingsFields)
+    }
+    spec: dict[str, Any] = {name: (hints[name], default) for name, default in defaults.items()}
+    return create_model("Settings", __base__=Sources, __module__=__name__, **spec)  # type: ignore[return-value]
 
 
 if TYPE_CHECKING:
@@ -198,8 +259,6 @@ class SettingsError(ValueError):
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> SettingsFields:
     """Build settings from all sources; ``overrides`` are CLI flags (highest precedence)."""
-    from pydantic import ValidationError
-
     if config_file is not None:
         if not config_file.is_file():
             raise SettingsError(f"settings file {config_file} does not exist")
@@ -220,12 +279,20 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             nested.setdefault(section, {})[sub] = value
         else:
             nested[key] = value
-    model = SettingsFields if only_flags() else settings_class()
+    if only_flags():
+        try:
+            settings = build(SettingsFields, nested)
+        except FieldError as exc:
+            raise SettingsError(str(exc)) from exc  # the checker never quotes a value
+        settings._given = _given(nested)
+        return settings
+    from pydantic import ValidationError
+
     try:
-        return model(**nested)
+        return settings_class()(**nested)
     except ValidationError as exc:
         parts = []
         for err in exc.errors():
             where = ".".join(str(x) for x in err["loc"])
-            parts.append(f"{where}: {err['msg']}")  # pydantic never echoes SecretStr input here
+            parts.append(f"{where}: {err['msg']}")  # pydantic never echoes a secret's input here
         raise SettingsError("; ".join(parts)) from exc

@@ -34,6 +34,13 @@ class FieldError(ValueError):
         self.loc, self.msg = loc, msg
 
 
+class Checked:
+    """A dataclass base whose fields are checked when an instance is made (and by ``replace``)."""
+
+    def __post_init__(self) -> None:
+        check(self)
+
+
 @dataclasses.dataclass(frozen=True)
 class Convert:
     """A conversion run before the field's checks (pydantic runs it too, as a before-validator)."""
@@ -109,9 +116,9 @@ def _value(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
         if not isinstance(value, list):
             raise FieldError(loc, "Input should be a valid list")
         return [_value(get_args(tp)[0], v, (*loc, str(i))) for i, v in enumerate(value)]
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return value if isinstance(value, tp) else build(tp, value, loc)
     accept, msg = _SCALARS.get(tp) or (getattr(tp, "from_input", None), "Input is not allowed")
+    if accept is None and dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return value if isinstance(value, tp) else build(tp, value, loc)
     try:
         return accept(value) if accept is not None else value
     except (TypeError, ValueError):
@@ -119,14 +126,15 @@ def _value(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
 
 
 @cache
-def _hints(cls: type) -> tuple[tuple[str, Any], ...]:
+def _hints(cls: Any) -> tuple[tuple[str, Any], ...]:
     hints = get_type_hints(cls, include_extras=True)
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)
 
 
 def check(obj: Any) -> None:
     """Check and convert every field of a dataclass instance in place."""
-    for name, tp in _hints(type(obj)):
+    cls: Any = type(obj)
+    for name, tp in _hints(cls):
         value = getattr(obj, name)
         checked = _value(tp, value, (name,))
         if checked is not value:

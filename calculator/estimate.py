@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from annotated_types import Interval
 
 from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
-from calculator.checks import check
+from calculator.checks import Checked
 from calculator.commands import (
     llamacpp_command,
     ollama_env_command,
@@ -50,7 +50,7 @@ Tokens = Annotated[int, Interval(ge=1, le=1 << 25)]
 
 
 @dataclass(kw_only=True)
-class VramRequest:
+class VramRequest(Checked):
     """What ``/vram`` and ``gpu-garden vram`` ask; every bound is checked when one is made."""
 
     model: str
@@ -72,9 +72,6 @@ class VramRequest:
     cache_type_k: str = "f16"
     cache_type_v: str = "f16"
     parallel: Annotated[int, Interval(ge=1, le=256)] = 1
-
-    def __post_init__(self) -> None:
-        check(self)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from bot.settings import SettingsError, load_settings
@@ -75,7 +77,9 @@ def test_flags_alone_skip_the_sources_and_give_the_same_settings(monkeypatch):
     assert only_flags()
     fast = load_settings(**flags)
     assert type(fast) is SettingsFields
-    assert fast.model_dump() == settings_class()(**flags).model_dump()
+    slow = settings_class()(**flags)
+    assert [f.name for f in dataclasses.fields(fast)] == list(type(slow).model_fields)
+    assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in dataclasses.fields(fast))
     assert str(fast.hub_cache_dir) == "/x/hub-cache" and fast.hub_lookup is False
 
 
@@ -91,3 +95,29 @@ def test_any_variable_or_env_file_reads_every_source(monkeypatch, tmp_path):
     (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=4096\n")
     assert not only_flags()
     assert load_settings().limits.paste_max_bytes == 4096
+
+
+def test_flags_alone_are_checked_like_every_source_and_a_token_stays_hidden(monkeypatch):
+    from bot.settings import Secret, only_flags
+
+    monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
+    assert only_flags()
+    with pytest.raises(SettingsError) as err:
+        load_settings(log_level="LOUD")
+    assert str(err.value) == "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"
+    with pytest.raises(SettingsError) as err:
+        load_settings(**{"limits.user_per_minute": 0})
+    assert str(err.value) == "limits.user_per_minute: Input should be greater than or equal to 1"
+    s = load_settings(**{"discord.token": "tok-ABCDEF", "discord.channels": "1, 2"})
+    assert isinstance(s.discord.token, Secret) and s.discord.token.get_secret_value() == "tok-ABCDEF"
+    assert s.discord.channels == ["1", "2"] and s.discord_enabled
+    assert "tok-ABCDEF" not in repr(s) and "tok-ABCDEF" not in str(s.discord.token)
+
+
+def test_is_set_tells_a_configured_value_from_a_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
+    assert not load_settings().is_set("limits.paste_max_bytes")
+    assert load_settings(**{"limits.paste_max_bytes": 4096}).is_set("limits.paste_max_bytes")
+    (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=2097152\n")  # the default, but set
+    s = load_settings()
+    assert s.is_set("limits.paste_max_bytes") and not s.is_set("limits.user_per_minute")
