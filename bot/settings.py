@@ -8,14 +8,12 @@ Sources, highest precedence first:
 3. a ``.env`` file in the working directory;
 4. a YAML settings file (``GPU_GARDEN_CONFIG`` or ``--config``);
 5. the defaults below.
-Tokens are ``SecretStr``: they never appear in logs, reprs or error messages.
+Tokens are :class:`Secret`: they never appear in logs, reprs or error messages.
 
-Reading the sources needs pydantic-settings (and through it pydantic, asyncio, dotenv and the cloud secret
-providers: longer to import than the rest of a ``gpu-garden vram``).  Every field, default and check is
-written once, in the dataclasses below (bounds as annotated_types metadata, which pydantic reads too).
-When no source but the flags has anything to say (no ``GPU_GARDEN_...`` variable, no ``.env`` file, no
-settings file), :mod:`calculator.checks` applies them to the flags and pydantic is never imported;
-otherwise :func:`settings_class` builds a ``BaseSettings`` from the same fields.
+Every field, default and check is written once, in the dataclasses below.  With no source but the flags
+(no ``GPU_GARDEN_...`` variable, no ``.env`` file, no settings file) :mod:`calculator.checks` applies them
+and pydantic is never imported; otherwise :func:`settings_class` builds a pydantic-settings class from the
+same fields (pydantic enforces the same ``Interval`` bounds).
 """
 
 from __future__ import annotations
@@ -26,9 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
 
-from annotated_types import Ge
-
-from calculator.checks import Checked, Convert, FieldError, build
+from calculator.checks import Checked, Convert, FieldError, Interval, build
 
 ENV_PREFIX = "GPU_GARDEN_"
 ENV_FILE = ".env"
@@ -79,11 +75,11 @@ class Secret:
 
 @dataclass
 class Limits(Checked):
-    paste_max_bytes: Annotated[int, Ge(1024)] = 2 * 1024 * 1024  # text read from one message
-    attachment_max_bytes: Annotated[int, Ge(1024)] = 8 * 1024 * 1024  # downloaded per file
-    user_per_minute: Annotated[int, Ge(1)] = 6  # replies to one user per minute
-    channel_per_minute: Annotated[int, Ge(1)] = 20  # replies in one channel per minute
-    dedup_ttl_seconds: Annotated[int, Ge(60)] = 24 * 3600
+    paste_max_bytes: Annotated[int, Interval(ge=1024)] = 2 * 1024 * 1024  # text read from one message
+    attachment_max_bytes: Annotated[int, Interval(ge=1024)] = 8 * 1024 * 1024  # downloaded per file
+    user_per_minute: Annotated[int, Interval(ge=1)] = 6  # replies to one user per minute
+    channel_per_minute: Annotated[int, Interval(ge=1)] = 20  # replies in one channel per minute
+    dedup_ttl_seconds: Annotated[int, Interval(ge=60)] = 24 * 3600
 
 
 @dataclass
@@ -150,7 +146,7 @@ class SettingsFields(_Derived, Checked):
     health_host: str = "127.0.0.1"  # where /healthz and /metrics listen
     health_port: int | None = None  # serve /healthz and /metrics on this port
     health_file: Path | None = None  # touched while connected (container healthcheck)
-    disconnect_exit_seconds: Annotated[int, Ge(30)] = 600  # exit non-zero after this long offline
+    disconnect_exit_seconds: Annotated[int, Interval(ge=30)] = 600  # exit non-zero after this long offline
     # look unknown org/name models up on the Hugging Face Hub (HF_HUB_OFFLINE also stops it)
     hub_lookup: bool = True
     hub_cache_dir: Path | None = None  # where Hub configs are cached; default: hub-cache next to the database

@@ -1,7 +1,7 @@
 """Field checks written once, in a dataclass's annotations, applied without pydantic.
 
-A field says its bounds as ``Annotated[int, Interval(ge=1, le=64)]`` (annotated_types: pydantic reads the
-same metadata when it validates the class at a boundary), its choices as ``Literal[...]`` and a conversion
+A field says its bounds as ``Annotated[int, Interval(ge=1, le=64)]`` (pydantic enforces the same bounds,
+as its own constraints, when it validates the class at a boundary), its choices as ``Literal[...]`` and a conversion
 run first as :class:`Convert`.  :func:`check` (called from ``__post_init__``) applies them and converts
 what the type implies (``str`` → ``Path``, ``int`` → ``float``, a dict → a nested dataclass); a bad value
 raises :class:`FieldError` worded as pydantic words it, never quoting the value.
@@ -16,13 +16,11 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-import annotated_types as at
-
-_BOUNDS: dict[type, tuple[str, str, Callable[[Any, Any], bool]]] = {
-    at.Ge: ("ge", "greater than or equal to", lambda v, b: v >= b),
-    at.Gt: ("gt", "greater than", lambda v, b: v > b),
-    at.Le: ("le", "less than or equal to", lambda v, b: v <= b),
-    at.Lt: ("lt", "less than", lambda v, b: v < b),
+_BOUNDS: dict[str, tuple[str, Callable[[Any, Any], bool]]] = {
+    "ge": ("greater than or equal to", lambda v, b: v >= b),
+    "gt": ("greater than", lambda v, b: v > b),
+    "le": ("less than or equal to", lambda v, b: v <= b),
+    "lt": ("less than", lambda v, b: v < b),
 }
 
 
@@ -39,6 +37,22 @@ class Checked:
 
     def __post_init__(self) -> None:
         check(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """Bounds of a number (annotated_types' names; its import costs more than the rest of a check)."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def limits(self) -> dict[str, float]:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return {**handler(source), **self.limits()}  # pydantic-core's own ge/gt/le/lt on int and float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,11 +100,10 @@ def _annotated(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
             value = m.fn(value)
     value = _value(base, value, loc)
     for m in meta:
-        for bound in m if isinstance(m, at.GroupedMetadata) else (m,):
-            if type(bound) in _BOUNDS:
-                attr, words, holds = _BOUNDS[type(bound)]
-                if not holds(value, getattr(bound, attr)):
-                    raise FieldError(loc, f"Input should be {words} {getattr(bound, attr)}")
+        for name, limit in m.limits().items() if isinstance(m, Interval) else ():
+            words, holds = _BOUNDS[name]
+            if not holds(value, limit):
+                raise FieldError(loc, f"Input should be {words} {limit}")
     return value
 
 

@@ -11,10 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from annotated_types import Interval
-
 from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
-from calculator.checks import Checked
+from calculator.checks import Checked, Interval
 from calculator.commands import (
     llamacpp_command,
     ollama_env_command,

@@ -67,6 +67,10 @@ def test_bad_value_names_setting_not_secret(monkeypatch):
     with pytest.raises(SettingsError) as err:
         load_settings()
     assert "user_per_minute" in str(err.value) and "tok-ABCDEF" not in str(err.value)
+    monkeypatch.setenv("GPU_GARDEN_LIMITS_USER_PER_MINUTE", "0")  # the bound in the field, read by pydantic
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value) == "limits.user_per_minute: Input should be greater than or equal to 1"
 
 
 def test_flags_alone_skip_the_sources_and_give_the_same_settings(monkeypatch):

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
-from annotated_types import Interval
 
-from calculator.checks import Convert, FieldError, build, check
+from calculator.checks import Convert, FieldError, Interval, build, check
 from calculator.estimate import VramRequest, VramResult, estimate, result_json
 
 
