@@ -41,7 +41,9 @@ with redirect_stdout(io.StringIO()):
     code = main(sys.argv[2:], stdin=io.StringIO(sys.stdin.read()))
 assert code == 0, code
 """
-_DATA = "import calculator.catalog, calculator.constants, knowledge.loader, knowledge.features, knowledge.levers"
+_DATA = (
+    "import calculator.catalog, calculator.constants, knowledge.loader, knowledge.features, knowledge.levers"
+)
 
 
 def _child(body: str, argv: list[str], stdin: str = "") -> dict:
