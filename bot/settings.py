@@ -8,7 +8,7 @@ Sources, highest precedence first:
 3. a ``.env`` file in the working directory;
 4. a YAML settings file (``GPU_GARDEN_CONFIG`` or ``--config``);
 5. the defaults below.
-Tokens are :class:`Secret`: they never appear in logs, reprs or error messages.
+Tokens are :class:`calculator.checks.Secret`: they never appear in logs, reprs or error messages.
 
 Every field, default and check is written once, in the dataclasses below.  With no source but the flags
 (no ``GPU_GARDEN_...`` variable, no ``.env`` file, no settings file) :mod:`calculator.checks` applies them
@@ -19,12 +19,21 @@ same fields (pydantic enforces the same ``Interval`` bounds).
 from __future__ import annotations
 
 import os
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from calculator.checks import Checked, Convert, FieldError, Interval, build
+from calculator.checks import (
+    Checked,
+    Convert,
+    FieldError,
+    Interval,
+    Secret,
+    build,
+    dotted_keys,
+    pydantic_fields,
+)
 
 ENV_PREFIX = "GPU_GARDEN_"
 ENV_FILE = ".env"
@@ -45,32 +54,6 @@ def _split(value: Any) -> Any:
 # from the environment as "a,b" (comma-separated, never JSON)
 CommaList = Annotated[list[str], Convert(_split)]
 SlashUrl = Annotated[str, Convert(lambda v: v + "/" if isinstance(v, str) and not v.endswith("/") else v)]
-
-
-@dataclass(frozen=True)
-class Secret:
-    """A token: its value only through :meth:`get_secret_value`, never in a repr, str or error."""
-
-    _value: str = field(repr=False)
-
-    def get_secret_value(self) -> str:
-        return self._value
-
-    def __str__(self) -> str:
-        return "**********"
-
-    @classmethod
-    def from_input(cls, value: Any) -> Secret:
-        if isinstance(value, str | Secret):
-            return value if isinstance(value, Secret) else cls(value)
-        raise TypeError  # worded by the checker; the value is never quoted
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
-        from pydantic_core import core_schema as cs
-
-        text = cs.no_info_after_validator_function(cls, cs.str_schema())
-        return cs.union_schema([cs.is_instance_schema(cls), text], serialization=cs.to_string_ser_schema())
 
 
 @dataclass
@@ -108,36 +91,10 @@ class SlackSettings(Checked):
     brief: bool = False
 
 
-class _Derived:
-    """What both settings classes work out from their fields."""
-
-    if TYPE_CHECKING:
-        database: Path
-        hub_cache_dir: Path | None
-        discord: DiscordSettings
-        slack: SlackSettings
-    _given: frozenset[str] = frozenset()
-
-    def _fill(self) -> None:
-        if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
-            self.hub_cache_dir = self.database.parent / "hub-cache"
-
-    def is_set(self, dotted: str) -> bool:
-        """Whether a source (not the default) gave this setting, e.g. ``"limits.paste_max_bytes"``."""
-        return dotted in self._given
-
-    @property
-    def discord_enabled(self) -> bool:
-        return self.discord.token is not None
-
-    @property
-    def slack_enabled(self) -> bool:
-        return self.slack.bot_token is not None
-
-
 @dataclass
-class SettingsFields(_Derived, Checked):
-    """Every setting, its default and its checks; :func:`settings_class` adds the sources."""
+class SettingsFields(Checked):
+    """Every setting, its default and its checks (:func:`load_settings` makes them; pydantic-settings reads
+    the sources into them)."""
 
     database: Path = Path("gpu-garden.sqlite3")
     knowledge_dir: Path | None = None
@@ -156,32 +113,31 @@ class SettingsFields(_Derived, Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self._fill()
+        if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
+            self.hub_cache_dir = self.database.parent / "hub-cache"
+        self._given: frozenset[str] = frozenset()
 
+    def is_set(self, dotted: str) -> bool:
+        """Whether a source (not the default) gave this setting, e.g. ``"limits.paste_max_bytes"``."""
+        return dotted in self._given
 
-def _given(data: dict[str, Any]) -> frozenset[str]:
-    """The settings a source gave, as dotted names (``limits.paste_max_bytes``)."""
-    return frozenset(
-        f"{k}.{sub}" if isinstance(v, dict) else k
-        for k, v in data.items()
-        for sub in (v if isinstance(v, dict) else [None])
-    )
+    @property
+    def discord_enabled(self) -> bool:
+        return self.discord.token is not None
+
+    @property
+    def slack_enabled(self) -> bool:
+        return self.slack.bot_token is not None
 
 
 @cache
-def settings_class() -> type[SettingsFields]:
-    """A ``BaseSettings`` with :class:`SettingsFields`' fields, read from every source (flags,
-    environment, ``.env``, YAML file); pydantic validates the sections' dataclasses."""
-    from pydantic import Field, create_model, model_validator
-    from pydantic_settings import (
-        BaseSettings,
-        PydanticBaseSettingsSource,
-        SettingsConfigDict,
-        YamlConfigSettingsSource,
-    )
+def settings_class() -> Any:
+    """A ``BaseSettings`` with :class:`SettingsFields`' fields: reads flags, environment, ``.env``, YAML."""
+    import pydantic_settings as ps
+    from pydantic import create_model, model_validator
 
-    class Sources(_Derived, BaseSettings):
-        model_config = SettingsConfigDict(
+    class Sources(ps.BaseSettings):
+        model_config = ps.SettingsConfigDict(
             env_prefix=ENV_PREFIX,
             env_nested_delimiter="_",
             env_nested_max_split=1,
@@ -191,37 +147,32 @@ def settings_class() -> type[SettingsFields]:
             enable_decoding=False,  # lists are comma-separated (see _split), not JSON
             extra="ignore",
         )
+        _given: frozenset[str] = frozenset()
 
         @model_validator(mode="wrap")
         @classmethod
-        def _derive(cls, data: Any, handler: Any) -> Any:
-            settings = handler(data)
-            settings._fill()
-            settings._given = _given(data) if isinstance(data, dict) else frozenset()
-            return settings
+        def _note_given(cls, data: Any, handler: Any) -> Any:
+            read = handler(data)
+            read._given = dotted_keys(data) if isinstance(data, dict) else frozenset()
+            return read
 
         @classmethod
         def settings_customise_sources(
             cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            settings_cls: type[ps.BaseSettings],
+            init_settings: ps.PydanticBaseSettingsSource,
+            env_settings: ps.PydanticBaseSettingsSource,
+            dotenv_settings: ps.PydanticBaseSettingsSource,
+            file_secret_settings: ps.PydanticBaseSettingsSource,
+        ) -> tuple[ps.PydanticBaseSettingsSource, ...]:
             yaml_path = os.environ.get("GPU_GARDEN_CONFIG")
-            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
+            sources: list[ps.PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
             if yaml_path:
-                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
+                sources.append(ps.YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
             return tuple(sources)
 
-    hints = get_type_hints(SettingsFields, include_extras=True)
-    defaults = {
-        f.name: f.default if f.default_factory is MISSING else Field(default_factory=f.default_factory)
-        for f in fields(SettingsFields)
-    }
-    spec: dict[str, Any] = {name: (hints[name], default) for name, default in defaults.items()}
-    return create_model("Settings", __base__=Sources, __module__=__name__, **spec)  # type: ignore[return-value]
+    spec = pydantic_fields(SettingsFields)
+    return create_model("Settings", __base__=Sources, __module__=__name__, **spec)
 
 
 if TYPE_CHECKING:
@@ -277,18 +228,18 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             nested[key] = value
     if only_flags():
         try:
-            settings = build(SettingsFields, nested)
+            settings, given = build(SettingsFields, nested), dotted_keys(nested)
         except FieldError as exc:
             raise SettingsError(str(exc)) from exc  # the checker never quotes a value
-        settings._given = _given(nested)
-        return settings
-    from pydantic import ValidationError
+    else:
+        from pydantic import ValidationError
 
-    try:
-        return settings_class()(**nested)
-    except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            where = ".".join(str(x) for x in err["loc"])
-            parts.append(f"{where}: {err['msg']}")  # pydantic never echoes a secret's input here
-        raise SettingsError("; ".join(parts)) from exc
+        try:
+            read = settings_class()(**nested)
+        except ValidationError as exc:  # pydantic never echoes a secret's input in these
+            parts = (f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise SettingsError("; ".join(parts)) from exc
+        settings = SettingsFields(**{name: getattr(read, name) for name in type(read).model_fields})
+        given = read._given
+    settings._given = given
+    return settings

@@ -97,12 +97,6 @@ def parse_args(args: dict[str, str] | None = None, raw: str = "") -> dict[str, s
     return named
 
 
-def build_request(named: dict[str, str]) -> VramRequest:
-    if "model" not in named or "gpu" not in named:
-        raise VramInputError(USAGE)
-    return VramRequest(**request_fields(named))
-
-
 def _tokens(key: str, raw: str) -> int:
     tokens = parse_token_count(raw)
     if not tokens:
@@ -238,7 +232,7 @@ def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLooku
             )
         named = parse_args(args, raw)
         if "model" in named and "gpu" in named:
-            request = build_request(named)
+            request = VramRequest(**request_fields(named))
             found = lookup(request.model)
             reply = vram_reply(estimate_for(found.model, found.variant, resolve_gpu(request.gpu), request))
             reply.notes.extend(found.notes)  # where a model outside the catalog came from

@@ -1,10 +1,10 @@
 """Field checks written once, in a dataclass's annotations, applied without pydantic.
 
-A field says its bounds as ``Annotated[int, Interval(ge=1, le=64)]`` (pydantic enforces the same bounds,
-as its own constraints, when it validates the class at a boundary), its choices as ``Literal[...]`` and a conversion
-run first as :class:`Convert`.  :func:`check` (called from ``__post_init__``) applies them and converts
-what the type implies (``str`` → ``Path``, ``int`` → ``float``, a dict → a nested dataclass); a bad value
-raises :class:`FieldError` worded as pydantic words it, never quoting the value.
+A field says its bounds as ``Annotated[int, Interval(ge=1, le=64)]``, its choices as ``Literal[...]``, a
+conversion run first as :class:`Convert`, a value never shown (a token) as :class:`Secret`; pydantic
+enforces the same when it validates the class at a boundary.  :func:`check` (from ``__post_init__``)
+applies them and converts what the type implies (``str`` → ``Path``, ``int`` → ``float``, a dict → a
+nested dataclass); a bad value raises :class:`FieldError` worded as pydantic words it, never quoting it.
 """
 
 from __future__ import annotations
@@ -65,6 +65,32 @@ class Convert:
         from pydantic_core import core_schema
 
         return core_schema.no_info_before_validator_function(self.fn, handler(source))
+
+
+@dataclasses.dataclass(frozen=True)
+class Secret:
+    """A token: its value only through :meth:`get_secret_value`, never in a repr, str or error."""
+
+    _value: str = dataclasses.field(repr=False)
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __str__(self) -> str:
+        return "**********"
+
+    @classmethod
+    def from_input(cls, value: Any) -> Secret:
+        if isinstance(value, str | Secret):
+            return value if isinstance(value, Secret) else cls(value)
+        raise TypeError  # worded by the checker; the value is never quoted
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema as cs
+
+        text = cs.no_info_after_validator_function(cls, cs.str_schema())
+        return cs.union_schema([cs.is_instance_schema(cls), text], serialization=cs.to_string_ser_schema())
 
 
 def _number(value: Any, kind: type) -> Any:
@@ -163,3 +189,28 @@ def build(cls: type, data: Any, loc: tuple[str, ...] = ()) -> Any:
         return cls(**{k: v for k, v in data.items() if k in names})
     except FieldError as exc:
         raise FieldError((*loc, *exc.loc), exc.msg) from None
+
+
+def dotted_keys(data: dict[str, Any]) -> frozenset[str]:
+    """The fields a mapping gives, sections' fields as ``section.field`` (what was set, not defaulted)."""
+    return frozenset(
+        f"{k}.{sub}" if isinstance(v, dict) else k
+        for k, v in data.items()
+        for sub in (v if isinstance(v, dict) else [None])
+    )
+
+
+def pydantic_fields(cls: Any) -> dict[str, Any]:
+    """A dataclass's fields as ``pydantic.create_model`` takes them: ``(annotation, default)``."""
+    from pydantic import Field
+
+    hints = dict(_hints(cls))
+    missing = dataclasses.MISSING
+    return {
+        f.name: (
+            hints[f.name],
+            f.default if f.default_factory is missing else Field(default_factory=f.default_factory),
+        )
+        for f in dataclasses.fields(cls)
+        if f.init
+    }

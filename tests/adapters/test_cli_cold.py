@@ -27,7 +27,8 @@ askers = []
 class Watch:
     def find_spec(self, name, path=None, target=None):
         if name == "pydantic":
-            files = [f.filename for f in traceback.extract_stack() if f.filename.startswith(root)]
+            stack = [f.filename for f in traceback.extract_stack()]
+            files = [f for f in stack if f.startswith(root) and "site-packages" not in f]
             askers.append(os.path.relpath(files[-1], root) if files else "?")
         return None
 
