@@ -127,7 +127,7 @@ def paste_limit(settings) -> int:
     (a whole log file piped in, not a chat message)."""
     from bot.core import DEFAULT_PASTE_LIMIT
 
-    configured = settings.is_set("limits.paste_max_bytes")
+    configured = "limits.paste_max_bytes" in settings.given
     return settings.limits.paste_max_bytes if configured else DEFAULT_PASTE_LIMIT
 
 

@@ -1,7 +1,7 @@
 """The platform-neutral bot: one IncomingMessage in, one Reply (or silence) out.
 
-Adapters call :meth:`GardenBot.handle`; they never see the detector or the calculator.  The diagnosis
-(and through it the calculator) and ``/vram`` are imported when a finding or a command needs them.
+Adapters call :meth:`GardenBot.handle`; they never see the detector or the calculator (imported, with
+the diagnosis and ``/vram``, only when a finding or a command needs them).
 """
 
 from __future__ import annotations

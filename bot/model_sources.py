@@ -15,6 +15,7 @@ from typing import Any
 from bot.hub import HUB_BUDGET_SECONDS, HubError
 from bot.hub import lookup as hub_lookup
 from calculator.catalog import ModelSpec, Variant
+from calculator.from_config import ConfigError, spec_from_config, spec_from_gguf
 from calculator.resolve import NameNotFound, resolve_model
 
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
@@ -62,8 +63,6 @@ def _checkpoint_size(folder: Path) -> int | None:
 
 
 def from_config_path(path: Path) -> ResolvedModel:
-    from calculator.from_config import ConfigError, spec_from_config
-
     folder = path if path.is_dir() else path.parent
     config = path / "config.json" if path.is_dir() else path
     if not config.is_file():
@@ -95,8 +94,6 @@ def _gguf_value(field: Any) -> Any:
 
 
 def from_gguf(path: Path) -> ResolvedModel:
-    from calculator.from_config import ConfigError, spec_from_gguf
-
     try:
         from gguf import GGUFReader
     except ImportError as exc:  # pragma: no cover - gguf is a dependency
@@ -156,8 +153,6 @@ def from_hub(
     repo_id: str, cache_dir: Path | None = None, budget: float = HUB_BUDGET_SECONDS
 ) -> ResolvedModel:
     """config.json and the safetensors size from the Hub (bounded, cached on disk); raises HubError."""
-    from calculator.from_config import ConfigError, spec_from_config
-
     found = hub_lookup(repo_id, cache_dir or Path("hub-cache"), budget)
     source = f"https://huggingface.co/{repo_id}/blob/main/config.json"
     try:

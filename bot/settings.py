@@ -10,10 +10,9 @@ Sources, highest precedence first:
 5. the defaults below.
 Tokens are :class:`calculator.checks.Secret`: they never appear in logs, reprs or error messages.
 
-Every field, default and check is written once, in the dataclasses below.  With no source but the flags
-(no ``GPU_GARDEN_...`` variable, no ``.env`` file, no settings file) :mod:`calculator.checks` applies them
-and pydantic is never imported; otherwise :func:`settings_class` builds a pydantic-settings class from the
-same fields (pydantic enforces the same ``Interval`` bounds).
+Each field, default and check is written once, in the dataclasses below.  With only flags (no variable,
+``.env`` or settings file) :mod:`calculator.checks` applies them and pydantic is never imported; otherwise
+:func:`settings_class` builds a pydantic-settings class from the same fields, which reads the sources.
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ def _split(value: Any) -> Any:
     return value
 
 
-# from the environment as "a,b" (comma-separated, never JSON)
-CommaList = Annotated[list[str], Convert(_split)]
+CommaList = Annotated[list[str], Convert(_split)]  # from the environment as "a,b" (never JSON)
 SlashUrl = Annotated[str, Convert(lambda v: v + "/" if isinstance(v, str) and not v.endswith("/") else v)]
 
 
@@ -93,8 +91,7 @@ class SlackSettings(Checked):
 
 @dataclass
 class SettingsFields(Checked):
-    """Every setting, its default and its checks (:func:`load_settings` makes them; pydantic-settings reads
-    the sources into them)."""
+    """Every setting, its default and its checks; :func:`load_settings` reads the sources into it."""
 
     database: Path = Path("gpu-garden.sqlite3")
     knowledge_dir: Path | None = None
@@ -115,11 +112,7 @@ class SettingsFields(Checked):
         super().__post_init__()
         if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
             self.hub_cache_dir = self.database.parent / "hub-cache"
-        self._given: frozenset[str] = frozenset()
-
-    def is_set(self, dotted: str) -> bool:
-        """Whether a source (not the default) gave this setting, e.g. ``"limits.paste_max_bytes"``."""
-        return dotted in self._given
+        self.given: frozenset[str] = frozenset()  # what a source set (limits.paste_max_bytes)
 
     @property
     def discord_enabled(self) -> bool:
@@ -241,5 +234,5 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             raise SettingsError("; ".join(parts)) from exc
         settings = SettingsFields(**{name: getattr(read, name) for name in type(read).model_fields})
         given = read._given
-    settings._given = given
+    settings.given = given
     return settings

@@ -16,7 +16,6 @@ from bot.formatter import ENGINE_LABEL
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
 from bot.numbers import parse_number, parse_token_count
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
-from calculator.checks import FieldError
 from calculator.estimate import EngineName, VramRequest, VramResult, estimate_for
 from calculator.kv import LLAMACPP_KV_BYTES
 from calculator.matchmaker import DEFAULT_CONTEXT, gpus_for_model, models_for_gpu
@@ -147,10 +146,7 @@ def request_fields(named: dict[str, str]) -> dict[str, Any]:
             fields["cache_type_k"] = fields["cache_type_v"] = kv
         else:
             fields["kv_cache_dtype"] = kv
-    try:
-        VramRequest(**{"model": "x", "gpu": "x", **fields})
-    except FieldError as exc:
-        raise VramInputError(str(exc)) from exc
+    VramRequest(**{"model": "x", "gpu": "x", **fields})  # a value out of its bounds: FieldError
     return fields
 
 
@@ -218,8 +214,7 @@ def vram_reply(result: VramResult) -> Reply:
 ModelLookup = Callable[[str], ResolvedModel]
 
 
-def catalog_lookup(name: str) -> ResolvedModel:
-    return resolve_model_arg(name)
+catalog_lookup: ModelLookup = resolve_model_arg  # the catalog only: no local files, no Hub
 
 
 def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLookup = catalog_lookup) -> Reply:

@@ -94,7 +94,7 @@ def test_any_variable_or_env_file_reads_every_source(monkeypatch, tmp_path):
     monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", "/from/env")
     assert not only_flags()
     s = load_settings()
-    assert type(s) is SettingsFields and str(s.knowledge_dir) == "/from/env" and s.is_set("knowledge_dir")
+    assert type(s) is SettingsFields and str(s.knowledge_dir) == "/from/env" and "knowledge_dir" in s.given
     monkeypatch.delenv("GPU_GARDEN_KNOWLEDGE_DIR")
     (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=4096\n")
     assert not only_flags()
@@ -119,10 +119,10 @@ def test_flags_alone_are_checked_like_every_source_and_a_token_stays_hidden(monk
     assert "tok-ABCDEF" not in repr(s) and "tok-ABCDEF" not in str(s.discord.token)
 
 
-def test_is_set_tells_a_configured_value_from_a_default(monkeypatch, tmp_path):
+def test_given_tells_a_configured_value_from_a_default(monkeypatch, tmp_path):
     monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
-    assert not load_settings().is_set("limits.paste_max_bytes")
-    assert load_settings(**{"limits.paste_max_bytes": 4096}).is_set("limits.paste_max_bytes")
+    assert "limits.paste_max_bytes" not in load_settings().given
+    assert load_settings(**{"limits.paste_max_bytes": 4096}).given == {"limits.paste_max_bytes"}
     (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=2097152\n")  # the default, but set
     s = load_settings()
-    assert s.is_set("limits.paste_max_bytes") and not s.is_set("limits.user_per_minute")
+    assert "limits.paste_max_bytes" in s.given and "limits.user_per_minute" not in s.given
