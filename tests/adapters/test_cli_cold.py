@@ -79,3 +79,41 @@ def test_a_cold_command_imports_no_pydantic(argv: list[str], stdin: str):
 def test_the_watch_sees_who_asks_for_pydantic():
     seen = _child("import bot.secret_rules\nfrom bot.settings import settings_class\nsettings_class()", [])
     assert seen["pydantic"] is True and seen["askers"] == ["bot/settings.py"]
+
+
+def _refused(value: str) -> str | None:
+    import argparse
+
+    from adapters.cli import CliError, _refuse_secrets
+
+    try:
+        _refuse_secrets(argparse.Namespace(model=value, gpu=None))
+    except CliError as exc:
+        return str(exc)
+    return None
+
+
+def test_the_cheap_secret_refusal_decides_as_the_whole_redaction():
+    """--model/--gpu are checked by the secret rules alone when the value is plain ASCII; every rule's
+    own example, its secret alone and in a flag or header, and names people type, decide the same as
+    redact() and get its message."""
+    from bot.redact import redact
+    from tests.hardening.planted import examples, placements, secrets_in
+
+    values = [
+        "qwen2.5-coder-32b-awq",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "rtx 4090",
+        "gemma3:27b",
+        "[34mx",
+        "ｑｗｅｎ",
+    ]
+    for rule, text in examples():
+        for secret in secrets_in(rule, text)[:1]:
+            values += [text.split("\n")[0], secret, *list(placements(secret).values())[1:3]]
+    refused = 0
+    for value in dict.fromkeys(values):
+        found = redact(value)
+        assert _refused(value) == (f"--model: {found.warning()}" if found.found else None), value
+        refused += found.found
+    assert refused > 200  # the rules' examples are refused, not only waved through
