@@ -67,17 +67,29 @@ class Convert:
         return core_schema.no_info_before_validator_function(self.fn, handler(source))
 
 
-@dataclasses.dataclass(frozen=True)
 class Secret:
-    """A token: its value only through :meth:`get_secret_value`, never in a repr, str or error."""
+    """A token: its value only through :meth:`get_secret_value`, never in a repr, str or error (not a
+    dataclass, so ``dataclasses.asdict`` of the settings keeps it whole rather than spelling it out)."""
 
-    _value: str = dataclasses.field(repr=False)
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str):
+        self._value = value
 
     def get_secret_value(self) -> str:
         return self._value
 
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
     def __str__(self) -> str:
         return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
 
     @classmethod
     def from_input(cls, value: Any) -> Secret:

@@ -117,6 +117,7 @@ def test_flags_alone_are_checked_like_every_source_and_a_token_stays_hidden(monk
     assert isinstance(s.discord.token, Secret) and s.discord.token.get_secret_value() == "tok-ABCDEF"
     assert s.discord.channels == ["1", "2"] and s.discord_enabled
     assert "tok-ABCDEF" not in repr(s) and "tok-ABCDEF" not in str(s.discord.token)
+    assert "tok-ABCDEF" not in repr(dataclasses.asdict(s))  # a dump of the settings keeps it hidden
 
 
 def test_given_tells_a_configured_value_from_a_default(monkeypatch, tmp_path):
