@@ -135,7 +135,6 @@ def build_bot(settings) -> GardenBot:
     """The bot with the same knowledge folder, Hub lookup and paste limit the platform bots use."""
     from bot.core import GardenBot
     from bot.detector import Detector, default_detector
-    from bot.vram import catalog_lookup
     from knowledge.loader import KnowledgeError, load_with_extra
 
     try:
@@ -146,11 +145,12 @@ def build_bot(settings) -> GardenBot:
         )
     except KnowledgeError as exc:
         raise CliError(f"knowledge: {exc}") from exc
-    lookup = catalog_lookup
+    lookup = None  # the catalog; the model sources are imported when a /vram asks for a model
     if settings.hub_lookup:
-        from bot.model_sources import resolve_model_arg
 
         def lookup(name: str):  # catalog first, then the Hub for org/name ids
+            from bot.model_sources import resolve_model_arg
+
             return resolve_model_arg(name, allow_hub=True, cache_dir=settings.hub_cache_dir)
 
     return GardenBot(detector=detector, paste_limit=paste_limit(settings), model_lookup=lookup)
