@@ -131,18 +131,7 @@ _SCALARS: dict[Any, tuple[Callable[[Any], Any], str]] = {
 }
 
 
-def _annotated(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
-    base, *meta = get_args(tp)
-    for m in meta:
-        if isinstance(m, Convert):
-            value = m.fn(value)
-    value = _value(base, value, loc)
-    for m in meta:
-        for name, limit in m.limits().items() if isinstance(m, Interval) else ():
-            words, holds = _BOUNDS[name]
-            if not holds(value, limit):
-                raise FieldError(loc, f"Input should be {words} {limit}")
-    return value
+Checker = Callable[[Any, tuple[str, ...]], Any]
 
 
 def _choices(options: tuple[Any, ...]) -> str:
@@ -150,30 +139,73 @@ def _choices(options: tuple[Any, ...]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
 
 
-def _value(tp: Any, value: Any, loc: tuple[str, ...]) -> Any:
-    origin = get_origin(tp)
-    if origin is Annotated:
-        return _annotated(tp, value, loc)
-    if origin in (Union, types.UnionType):
-        args = get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        return _value(next(a for a in args if a is not type(None)), value, loc)
-    if origin is Literal:
-        if value in get_args(tp):
+def _annotated(tp: Any) -> Checker:
+    base, *meta = get_args(tp)
+    inner = _compile(base)
+    converts = [m.fn for m in meta if isinstance(m, Convert)]
+    bounds = [(*_BOUNDS[n], v) for m in meta if isinstance(m, Interval) for n, v in m.limits().items()]
+
+    def annotated(value: Any, loc: tuple[str, ...]) -> Any:
+        for fn in converts:
+            value = fn(value)
+        value = inner(value, loc)
+        for words, holds, limit in bounds:
+            if not holds(value, limit):
+                raise FieldError(loc, f"Input should be {words} {limit}")
+        return value
+
+    return annotated
+
+
+def _literal(options: tuple[Any, ...]) -> Checker:
+    def literal(value: Any, loc: tuple[str, ...]) -> Any:
+        if value in options:
             return value
-        raise FieldError(loc, f"Input should be {_choices(get_args(tp))}")
-    if origin is list:
+        raise FieldError(loc, f"Input should be {_choices(options)}")
+
+    return literal
+
+
+def _listed(item: Checker) -> Checker:
+    def listed(value: Any, loc: tuple[str, ...]) -> Any:
         if not isinstance(value, list):
             raise FieldError(loc, "Input should be a valid list")
-        return [_value(get_args(tp)[0], v, (*loc, str(i))) for i, v in enumerate(value)]
+        return [item(v, (*loc, str(i))) for i, v in enumerate(value)]
+
+    return listed
+
+
+def _scalar(tp: Any) -> Checker:
     accept, msg = _SCALARS.get(tp) or (getattr(tp, "from_input", None), "Input is not allowed")
-    if accept is None and dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return value if isinstance(value, tp) else build(tp, value, loc)
-    try:
-        return accept(value) if accept is not None else value
-    except (TypeError, ValueError):
-        raise FieldError(loc, msg) from None
+    if accept is None:
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            return lambda value, loc: value if isinstance(value, tp) else build(tp, value, loc)
+        return lambda value, loc: value
+
+    def scalar(value: Any, loc: tuple[str, ...]) -> Any:
+        try:
+            return accept(value)
+        except (TypeError, ValueError):
+            raise FieldError(loc, msg) from None
+
+    return scalar
+
+
+@cache
+def _compile(tp: Any) -> Checker:
+    """The check of one annotation, worked out once (a request is checked in the matchmaker's loops)."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _annotated(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        inner, nullable = _compile(next(a for a in args if a is not type(None))), type(None) in args
+        return lambda value, loc: None if value is None and nullable else inner(value, loc)
+    if origin is Literal:
+        return _literal(get_args(tp))
+    if origin is list:
+        return _listed(_compile(get_args(tp)[0]))
+    return _scalar(tp)
 
 
 @cache
@@ -182,12 +214,17 @@ def _hints(cls: Any) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls) if f.init)
 
 
+@cache
+def _plan(cls: Any) -> tuple[tuple[str, Checker], ...]:
+    return tuple((name, _compile(tp)) for name, tp in _hints(cls))
+
+
 def check(obj: Any) -> None:
     """Check and convert every field of a dataclass instance in place."""
     cls: Any = type(obj)
-    for name, tp in _hints(cls):
+    for name, run in _plan(cls):
         value = getattr(obj, name)
-        checked = _value(tp, value, (name,))
+        checked = run(value, (name,))
         if checked is not value:
             object.__setattr__(obj, name, checked)
 
