@@ -1,8 +1,8 @@
 """Cold starts only, this checkout against another revision: the bare interpreter, ``vram --gpu 4090 --model
 qwen2.5-coder-32b-awq`` and ``triage`` of a one-line paste, the two trees' runs alternating.  Each run is
 reported as wall time and as CPU time (user + system of the process): on a shared, loaded machine the
-CPU time moves far less than the wall time, so the ratios are read from it.  Then, for both trees, how
-long importing pydantic takes in each command (``-X importtime``), the part the data layer still owes.
+CPU time moves far less than the wall time, so the ratios are read from it.  Then, for both trees, the
+import time of the project's own modules and of pydantic in each command (``-X importtime``).
 
 Run: .venv/bin/python bench/cold_start.py REV [--runs 9]
 """
@@ -43,26 +43,29 @@ _TIMED = (
     "print(t, r.ru_utime + r.ru_stime)\n"
 )
 FAMILY = ("pydantic", "pydantic_core", "pydantic_settings", "typing_inspection", "annotated_types")
+PROJECT = ("adapters", "bot", "calculator", "knowledge")
 
 
-def pydantic_import_ms(cmd: list[str]) -> float:
-    """``-X importtime``: the cumulative import time of each pydantic-family module whose importer is not
-    one (so pydantic's own imports, its plugin lookup's ``importlib.metadata`` included, count once).
-    Building model classes and validating are not imports: this is a lower bound of pydantic's share."""
+def import_ms(cmd: list[str]) -> tuple[float, float]:
+    """``-X importtime`` of one run: the project's own modules (their self time: module bodies, model
+    classes built at import) and pydantic (the cumulative time of each pydantic-family module whose
+    importer is not one, so its own imports, its plugin lookup's ``importlib.metadata`` included, count
+    once).  Validation after import is in neither."""
     proc = subprocess.run(
         [cmd[0], "-X", "importtime", *cmd[1:]], input=ONE_LINE.encode(), capture_output=True
     )
     rows = []
     for line in proc.stderr.decode().splitlines():
         if line.startswith("import time:") and "|" in line and "self [us]" not in line:
-            _, cum, name = line.split(":", 1)[1].split("|")
-            rows.append((len(name) - len(name.lstrip()), name.strip(), int(cum)))
-    total = 0
-    for i, (depth, name, cum) in enumerate(rows):
-        parent = next((n for d, n, _ in rows[i + 1 :] if d < depth), "")
+            own, cum, name = line.split(":", 1)[1].split("|")
+            rows.append((len(name) - len(name.lstrip()), name.strip(), int(own), int(cum)))
+    project = pydantic = 0
+    for i, (depth, name, own, cum) in enumerate(rows):
+        parent = next((n for d, n, _, _ in rows[i + 1 :] if d < depth), "")
         if name.split(".")[0] in FAMILY and parent.split(".")[0] not in FAMILY:
-            total += cum
-    return total / 1000
+            pydantic += cum
+        project += own if name.split(".")[0] in PROJECT else 0
+    return project / 1000, pydantic / 1000
 
 
 def timed(cmd: list[str]) -> tuple[float, float]:
@@ -105,13 +108,14 @@ def main() -> None:
             cells = [f"{wall[n]:.3f} s / {cpu[n]:.3f} s" for n in trees]
             print(f"| {label} | {cells[0]} | {cells[1]} | {this / other:.2f} |")
         os.environ["GPU_GARDEN_CACHE_DIR"] = str(Path(tmp) / "cache0")
-        print("\nImporting pydantic (median ms of the runs, `-X importtime`; model classes not included):\n")
+        print("\nImport time, `-X importtime` (medians of the runs; wall, so read side by side):\n")
+        print(f"| command | project modules: this / {args.rev} | pydantic: this / {args.rev} |")
+        print("|---|---|---|")
         for label, job in JOBS.items():
-            ms = {
-                n: statistics.median(pydantic_import_ms(command(t, job)) for _ in range(3))
-                for n, t in trees.items()
-            }
-            print(f"- {label}: " + ", ".join(f"{n} {v:.0f} ms" for n, v in ms.items()))
+            got = {n: [import_ms(command(t, job)) for _ in range(args.runs)] for n, t in trees.items()}
+            own, pyd = ({n: statistics.median(r[k] for r in got[n]) for n in trees} for k in (0, 1))
+            cells = [" / ".join(f"{m[n]:.0f} ms" for n in trees) for m in (own, pyd)]
+            print(f"| {label} | {cells[0]} | {cells[1]} |")
 
 
 if __name__ == "__main__":
