@@ -83,10 +83,13 @@ def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int | None = None) -
 
 
 def triage_json(bot: GardenBot, text: str) -> dict:
-    from bot.diagnosis import diagnose
-
     detection = bot.detect(text)
-    reply = diagnose(detection)
+    if detection.root is None:
+        reply = None
+    else:
+        from bot.diagnosis import diagnose
+
+        reply = diagnose(detection)
     findings = []
     for i, f in enumerate(detection.findings):
         fixes = []
@@ -124,15 +127,14 @@ def paste_limit(settings) -> int:
     (a whole log file piped in, not a chat message)."""
     from bot.core import DEFAULT_PASTE_LIMIT
 
-    limits = settings.limits
-    return limits.paste_max_bytes if "paste_max_bytes" in limits.model_fields_set else DEFAULT_PASTE_LIMIT
+    configured = "limits.paste_max_bytes" in settings.given
+    return settings.limits.paste_max_bytes if configured else DEFAULT_PASTE_LIMIT
 
 
 def build_bot(settings) -> GardenBot:
     """The bot with the same knowledge folder, Hub lookup and paste limit the platform bots use."""
     from bot.core import GardenBot
     from bot.detector import Detector, default_detector
-    from bot.vram import catalog_lookup
     from knowledge.loader import KnowledgeError, load_with_extra
 
     try:
@@ -143,11 +145,12 @@ def build_bot(settings) -> GardenBot:
         )
     except KnowledgeError as exc:
         raise CliError(f"knowledge: {exc}") from exc
-    lookup = catalog_lookup
+    lookup = None  # the catalog; the model sources are imported when a /vram asks for a model
     if settings.hub_lookup:
-        from bot.model_sources import resolve_model_arg
 
         def lookup(name: str):  # catalog first, then the Hub for org/name ids
+            from bot.model_sources import resolve_model_arg
+
             return resolve_model_arg(name, allow_hub=True, cache_dir=settings.hub_cache_dir)
 
     return GardenBot(detector=detector, paste_limit=paste_limit(settings), model_lookup=lookup)
@@ -239,12 +242,28 @@ def cmd_match(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def _refuse_secrets(args: argparse.Namespace) -> None:
-    """--model / --gpu that hold a secret: said so, and the value not repeated."""
-    from bot.redact import redact
+    """--model / --gpu that hold a secret: said so, and the value not repeated.  A printable ASCII value
+    without ``[`` is what the redactor's cleanup leaves as it is, so the secret rules alone decide it;
+    anything else, or a rule that finds a secret, goes through the whole redaction."""
+    from bot.secret_rules import default_rules
 
+    rules = default_rules()
     for flag in ("model", "gpu"):
         value = getattr(args, flag)
-        if value and (found := redact(value)).found:
+        if not value:
+            continue
+        data = value.encode()
+        if value.isascii() and value.isprintable() and "[" not in value:
+            hits = (
+                rules.rules[i].secret_span(m)
+                for i in rules.matching(data)
+                for m in rules.rules[i].pattern.finditer(data)
+            )
+            if all(span is None for span in hits):
+                continue
+        from bot.redact import redact
+
+        if (found := redact(value)).found:
             raise CliError(f"--{flag}: {found.warning()}")
 
 
@@ -256,12 +275,11 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         )
     if not args.model or not args.gpu:
         return cmd_match(args, stdout)
-    from pydantic import ValidationError
-
     from bot.formatter import to_markdown
     from bot.model_sources import ModelSourceError, resolve_model_arg
     from bot.vram import vram_reply
-    from calculator.estimate import VramRequest, estimate_for
+    from calculator.checks import FieldError
+    from calculator.estimate import VramRequest, estimate_for, result_json
     from calculator.resolve import NameNotFound, resolve_gpu
 
     fields: dict = {"model": args.model, "gpu": args.gpu, "enforce_eager": args.enforce_eager}
@@ -279,13 +297,12 @@ def cmd_vram(args: argparse.Namespace, stdout: TextIO) -> int:
         from bot.vram import unechoed
 
         raise CliError(unechoed(str(exc), {"model": args.model, "gpu": args.gpu}, "")) from exc
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise CliError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from exc
+    except FieldError as exc:
+        raise CliError(f"--{exc.loc[0].replace('_', '-')}: {exc.msg}") from exc
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     if args.json:
-        stdout.write(result.model_dump_json(indent=2) + "\n")
+        stdout.write(result_json(result) + "\n")
     else:
         stdout.write(to_markdown(vram_reply(result)))
         stdout.write("".join(f"\nNote: {note}\n" for note in found.notes))

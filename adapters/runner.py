@@ -17,7 +17,7 @@ import signal
 from bot.health import Health
 from bot.metrics import Metrics
 from bot.service import GardenService
-from bot.settings import Settings
+from bot.settings import SettingsFields as Settings  # what load_settings returns
 from bot.storage import Storage
 
 log = logging.getLogger("gpu_garden.runner")

@@ -1,19 +1,22 @@
 """The platform-neutral bot: one IncomingMessage in, one Reply (or silence) out.
 
-Adapters call :meth:`GardenBot.handle`; they never see the detector or the calculator.
+Adapters call :meth:`GardenBot.handle`; they never see the detector or the calculator (imported, with
+the diagnosis and ``/vram``, only when a finding or a command needs them).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.detector import Detection, Detector, default_detector
-from bot.diagnosis import diagnose, fallback_reply
 from bot.message import IncomingMessage
 from bot.reply import Reply
 from bot.textdecode import decode_text, needs_sniffing
-from bot.vram import USAGE, ModelLookup, answer, catalog_lookup
+
+if TYPE_CHECKING:
+    from bot.vram import ModelLookup
 
 log = logging.getLogger("gpu_garden.core")
 
@@ -77,7 +80,7 @@ class GardenBot:
         self,
         detector: Detector | None = None,
         paste_limit: int = DEFAULT_PASTE_LIMIT,
-        model_lookup: ModelLookup = catalog_lookup,
+        model_lookup: ModelLookup | None = None,  # None: the catalog
     ):
         self.detector = detector or default_detector()
         self.paste_limit = paste_limit
@@ -89,7 +92,9 @@ class GardenBot:
         if message.command is not None:
             name = message.command.name.lower()
             if name == "vram":
-                return answer(message.command.args, message.command.raw, self.model_lookup)
+                from bot.vram import answer, catalog_lookup
+
+                return answer(message.command.args, message.command.raw, self.model_lookup or catalog_lookup)
             if name == "help":
                 return help_reply()
             if name != "triage":
@@ -128,11 +133,14 @@ class GardenBot:
 def diagnose_safely(detection: Detection) -> Reply | None:
     """The diagnosis; if its rule fails on what the paste holds (numbers no engine prints, a missing
     value), the signature's own explanation instead of no answer at all."""
+    if detection.root is None:
+        return None
+    from bot.diagnosis import diagnose, fallback_reply
+
     try:
         return diagnose(detection)
     except Exception as exc:
         root = detection.root
-        assert root is not None  # diagnose returns None before any rule runs when there is no finding
         log.warning(
             "diagnosis of %s failed (%s); answering with the signature's text",
             root.signature,
@@ -163,6 +171,8 @@ def no_finding_reply(engines: list[str]) -> Reply:
 
 
 def help_reply() -> Reply:
+    from bot.vram import USAGE
+
     return Reply(
         kind="help",
         title="GPU Garden",

@@ -7,7 +7,6 @@ Local paths are for the command line only: the chat bot never opens files a user
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +16,7 @@ from bot.hub import HUB_BUDGET_SECONDS, HubError
 from bot.hub import lookup as hub_lookup
 from calculator.catalog import ModelSpec, Variant
 from calculator.from_config import ConfigError, spec_from_config, spec_from_gguf
-from calculator.from_log import read_log
 from calculator.resolve import NameNotFound, resolve_model
-
-log = logging.getLogger("gpu_garden.models")
 
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
@@ -153,15 +149,11 @@ def hub_message(exc: HubError, budget: float = HUB_BUDGET_SECONDS) -> str:
     return _HUB_SAYS[exc.kind].format(repo=exc.repo_id, budget=budget)
 
 
-def default_hub_cache() -> Path:
-    return Path("hub-cache")
-
-
 def from_hub(
     repo_id: str, cache_dir: Path | None = None, budget: float = HUB_BUDGET_SECONDS
 ) -> ResolvedModel:
     """config.json and the safetensors size from the Hub (bounded, cached on disk); raises HubError."""
-    found = hub_lookup(repo_id, cache_dir or default_hub_cache(), budget)
+    found = hub_lookup(repo_id, cache_dir or Path("hub-cache"), budget)
     source = f"https://huggingface.co/{repo_id}/blob/main/config.json"
     try:
         spec, variant = spec_from_config(found.config, repo_id, source, found.size_bytes)
@@ -178,6 +170,8 @@ def from_paste(text: str, lookup: Callable[[str], ResolvedModel] | None = None) 
     """The model a pasted log describes: its own printed geometry (llama.cpp, Ollama), else the model it
     names (vLLM's ``model=``) through ``lookup`` (catalog, then the Hub when allowed).  None when the
     paste says nothing usable; never raises."""
+    from calculator.from_log import read_log
+
     try:
         found = read_log(text)
     except (ValueError, TypeError):

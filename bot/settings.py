@@ -8,24 +8,32 @@ Sources, highest precedence first:
 3. a ``.env`` file in the working directory;
 4. a YAML settings file (``GPU_GARDEN_CONFIG`` or ``--config``);
 5. the defaults below.
-Tokens are ``SecretStr``: they never appear in logs, reprs or error messages.
+Tokens are :class:`calculator.checks.Secret`: they never appear in logs, reprs or error messages.
 
-Reading the sources needs ``pydantic_settings`` (and through it asyncio, dotenv and the cloud secret
-providers: longer to import than the rest of a ``gpu-garden vram``).  When no source but the flags has
-anything to say (no ``GPU_GARDEN_...`` variable, no ``.env`` file, no settings file), the same fields
-and validators are applied to the flags alone, and that import is skipped.
+Each field, default and check is written once, in the dataclasses below.  With only flags (no variable,
+``.env`` or settings file) :mod:`calculator.checks` applies them and pydantic is never imported; otherwise
+:func:`settings_class` builds a pydantic-settings class from the same fields, which reads the sources.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from calculator.checks import (
+    Checked,
+    Convert,
+    FieldError,
+    Interval,
+    Secret,
+    build,
+    dotted_keys,
+    pydantic_fields,
+)
 
-CommaList = list[str]  # from the environment as "a,b" (comma-separated, never JSON): see _split
 ENV_PREFIX = "GPU_GARDEN_"
 ENV_FILE = ".env"
 # variables with the prefix that are not settings: read elsewhere, ignored by the settings model
@@ -42,80 +50,69 @@ def _split(value: Any) -> Any:
     return value
 
 
-class Limits(BaseModel):
-    paste_max_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, description="text read from one message")
-    attachment_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="downloaded per file")
-    user_per_minute: int = Field(default=6, ge=1, description="replies to one user per minute")
-    channel_per_minute: int = Field(default=20, ge=1, description="replies in one channel per minute")
-    dedup_ttl_seconds: int = Field(default=24 * 3600, ge=60)
+CommaList = Annotated[list[str], Convert(_split)]  # from the environment as "a,b" (never JSON)
+SlashUrl = Annotated[str, Convert(lambda v: v + "/" if isinstance(v, str) and not v.endswith("/") else v)]
 
 
-class DiscordSettings(BaseModel):
-    token: SecretStr | None = None
-    channels: CommaList = Field(default=[], description="channel ids where pasted errors are read passively")
-    passive: bool = Field(default=True, description="answer errors in enabled channels without a mention")
+@dataclass
+class Limits(Checked):
+    paste_max_bytes: Annotated[int, Interval(ge=1024)] = 2 * 1024 * 1024  # text read from one message
+    attachment_max_bytes: Annotated[int, Interval(ge=1024)] = 8 * 1024 * 1024  # downloaded per file
+    user_per_minute: Annotated[int, Interval(ge=1)] = 6  # replies to one user per minute
+    channel_per_minute: Annotated[int, Interval(ge=1)] = 20  # replies in one channel per minute
+    dedup_ttl_seconds: Annotated[int, Interval(ge=60)] = 24 * 3600
+
+
+@dataclass
+class DiscordSettings(Checked):
+    token: Secret | None = None
+    channels: CommaList = field(default_factory=list)  # channel ids where pasted errors are read passively
+    passive: bool = True  # answer errors in enabled channels without a mention
     reply_mode: Literal["thread", "reply"] = "thread"
     brief: bool = False
-    guild_id: str | None = Field(default=None, description="sync commands to this guild only (instant)")
-    api_base: str | None = Field(default=None, description="REST base URL override (tests, proxies)")
-    gateway_url: str | None = Field(default=None, description="gateway URL override (tests, proxies)")
-
-    _split_channels = field_validator("channels", mode="before")(classmethod(lambda cls, v: _split(v)))
+    guild_id: str | None = None  # sync commands to this guild only (instant)
+    api_base: str | None = None  # REST base URL override (tests, proxies)
+    gateway_url: str | None = None  # gateway URL override (tests, proxies)
 
 
-class SlackSettings(BaseModel):
-    bot_token: SecretStr | None = None
-    app_token: SecretStr | None = None
-    signing_secret: SecretStr | None = None
-    api_url: str = "https://slack.com/api/"
-    channels: CommaList = Field(default=[], description="channel ids where pasted errors are read passively")
+@dataclass
+class SlackSettings(Checked):
+    bot_token: Secret | None = None
+    app_token: Secret | None = None
+    signing_secret: Secret | None = None
+    api_url: SlashUrl = "https://slack.com/api/"
+    channels: CommaList = field(default_factory=list)  # channel ids where pasted errors are read passively
     passive: bool = True
     mode: Literal["socket", "http"] = "socket"
     http_host: str = "0.0.0.0"
     http_port: int = 3000
     brief: bool = False
 
-    _split_channels = field_validator("channels", mode="before")(classmethod(lambda cls, v: _split(v)))
 
-    @field_validator("api_url")
-    @classmethod
-    def _trailing_slash(cls, v: str) -> str:
-        return v if v.endswith("/") else v + "/"
-
-
-class SettingsFields(BaseModel):
-    """Every setting, its default and its checks; :data:`Settings` adds the sources."""
-
-    model_config = ConfigDict(extra="ignore")
+@dataclass
+class SettingsFields(Checked):
+    """Every setting, its default and its checks; :func:`load_settings` reads the sources into it."""
 
     database: Path = Path("gpu-garden.sqlite3")
     knowledge_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
-    health_host: str = Field(default="127.0.0.1", description="where /healthz and /metrics listen")
-    health_port: int | None = Field(default=None, description="serve /healthz and /metrics on this port")
-    health_file: Path | None = Field(
-        default=None, description="touched while connected (container healthcheck)"
-    )
-    disconnect_exit_seconds: int = Field(
-        default=600, ge=30, description="exit non-zero after this long offline"
-    )
-    hub_lookup: bool = Field(
-        default=True,
-        description="look unknown org/name models up on the Hugging Face Hub (HF_HUB_OFFLINE also stops it)",
-    )
-    hub_cache_dir: Path | None = Field(
-        default=None, description="where Hub configs are cached; default: hub-cache next to the database"
-    )
-    discord: DiscordSettings = DiscordSettings()
-    slack: SlackSettings = SlackSettings()
-    limits: Limits = Limits()
+    health_host: str = "127.0.0.1"  # where /healthz and /metrics listen
+    health_port: int | None = None  # serve /healthz and /metrics on this port
+    health_file: Path | None = None  # touched while connected (container healthcheck)
+    disconnect_exit_seconds: Annotated[int, Interval(ge=30)] = 600  # exit non-zero after this long offline
+    # look unknown org/name models up on the Hugging Face Hub (HF_HUB_OFFLINE also stops it)
+    hub_lookup: bool = True
+    hub_cache_dir: Path | None = None  # where Hub configs are cached; default: hub-cache next to the database
+    discord: DiscordSettings = field(default_factory=DiscordSettings)
+    slack: SlackSettings = field(default_factory=SlackSettings)
+    limits: Limits = field(default_factory=Limits)
 
-    @model_validator(mode="after")
-    def _hub_cache_in_data_folder(self) -> SettingsFields:
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.hub_cache_dir is None:  # the data volume: the database's folder (/data in the image)
             self.hub_cache_dir = self.database.parent / "hub-cache"
-        return self
+        self.given: frozenset[str] = frozenset()  # what a source set (limits.paste_max_bytes)
 
     @property
     def discord_enabled(self) -> bool:
@@ -127,17 +124,13 @@ class SettingsFields(BaseModel):
 
 
 @cache
-def settings_class() -> type[SettingsFields]:
-    """The fields read from every source (flags, environment, ``.env``, YAML file)."""
-    from pydantic_settings import (
-        BaseSettings,
-        PydanticBaseSettingsSource,
-        SettingsConfigDict,
-        YamlConfigSettingsSource,
-    )
+def settings_class() -> Any:
+    """A ``BaseSettings`` with :class:`SettingsFields`' fields: reads flags, environment, ``.env``, YAML."""
+    import pydantic_settings as ps
+    from pydantic import create_model, model_validator
 
-    class Settings(SettingsFields, BaseSettings):
-        model_config = SettingsConfigDict(
+    class Sources(ps.BaseSettings):
+        model_config = ps.SettingsConfigDict(
             env_prefix=ENV_PREFIX,
             env_nested_delimiter="_",
             env_nested_max_split=1,
@@ -147,24 +140,32 @@ def settings_class() -> type[SettingsFields]:
             enable_decoding=False,  # lists are comma-separated (see _split), not JSON
             extra="ignore",
         )
+        _given: frozenset[str] = frozenset()
+
+        @model_validator(mode="wrap")
+        @classmethod
+        def _note_given(cls, data: Any, handler: Any) -> Any:
+            read = handler(data)
+            read._given = dotted_keys(data) if isinstance(data, dict) else frozenset()
+            return read
 
         @classmethod
         def settings_customise_sources(
             cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            settings_cls: type[ps.BaseSettings],
+            init_settings: ps.PydanticBaseSettingsSource,
+            env_settings: ps.PydanticBaseSettingsSource,
+            dotenv_settings: ps.PydanticBaseSettingsSource,
+            file_secret_settings: ps.PydanticBaseSettingsSource,
+        ) -> tuple[ps.PydanticBaseSettingsSource, ...]:
             yaml_path = os.environ.get("GPU_GARDEN_CONFIG")
-            sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
+            sources: list[ps.PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
             if yaml_path:
-                sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
+                sources.append(ps.YamlConfigSettingsSource(settings_cls, yaml_file=yaml_path))
             return tuple(sources)
 
-    Settings.__module__ = __name__
-    return Settings
+    spec = pydantic_fields(SettingsFields)
+    return create_model("Settings", __base__=Sources, __module__=__name__, **spec)
 
 
 if TYPE_CHECKING:
@@ -198,8 +199,6 @@ class SettingsError(ValueError):
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> SettingsFields:
     """Build settings from all sources; ``overrides`` are CLI flags (highest precedence)."""
-    from pydantic import ValidationError
-
     if config_file is not None:
         if not config_file.is_file():
             raise SettingsError(f"settings file {config_file} does not exist")
@@ -220,12 +219,20 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             nested.setdefault(section, {})[sub] = value
         else:
             nested[key] = value
-    model = SettingsFields if only_flags() else settings_class()
-    try:
-        return model(**nested)
-    except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            where = ".".join(str(x) for x in err["loc"])
-            parts.append(f"{where}: {err['msg']}")  # pydantic never echoes SecretStr input here
-        raise SettingsError("; ".join(parts)) from exc
+    if only_flags():
+        try:
+            settings, given = build(SettingsFields, nested), dotted_keys(nested)
+        except FieldError as exc:
+            raise SettingsError(str(exc)) from exc  # the checker never quotes a value
+    else:
+        from pydantic import ValidationError
+
+        try:
+            read = settings_class()(**nested)
+        except ValidationError as exc:  # pydantic never echoes a secret's input in these
+            parts = (f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise SettingsError("; ".join(parts)) from exc
+        settings = SettingsFields(**{name: getattr(read, name) for name in type(read).model_fields})
+        given = read._given
+    settings.given = given
+    return settings

@@ -6,11 +6,11 @@ free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import re2
-from pydantic import ValidationError
 
 from bot.formatter import ENGINE_LABEL
 from bot.model_sources import ModelSourceError, ResolvedModel, resolve_model_arg
@@ -96,12 +96,6 @@ def parse_args(args: dict[str, str] | None = None, raw: str = "") -> dict[str, s
     return named
 
 
-def build_request(named: dict[str, str]) -> VramRequest:
-    if "model" not in named or "gpu" not in named:
-        raise VramInputError(USAGE)
-    return VramRequest(**request_fields(named))
-
-
 def _tokens(key: str, raw: str) -> int:
     tokens = parse_token_count(raw)
     if not tokens:
@@ -152,11 +146,7 @@ def request_fields(named: dict[str, str]) -> dict[str, Any]:
             fields["cache_type_k"] = fields["cache_type_v"] = kv
         else:
             fields["kv_cache_dtype"] = kv
-    try:
-        VramRequest(**{"model": "x", "gpu": "x", **fields})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise VramInputError(f"{'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from exc
+    VramRequest(**{"model": "x", "gpu": "x", **fields})  # a value out of its bounds: FieldError
     return fields
 
 
@@ -217,15 +207,14 @@ def vram_reply(result: VramResult) -> Reply:
         fixes=fixes,
         memory=picture,
         notes=list(result.notes),
-        data=result.model_dump(),
+        data=dataclasses.asdict(result),
     )
 
 
 ModelLookup = Callable[[str], ResolvedModel]
 
 
-def catalog_lookup(name: str) -> ResolvedModel:
-    return resolve_model_arg(name)
+catalog_lookup: ModelLookup = resolve_model_arg  # the catalog only: no local files, no Hub
 
 
 def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLookup = catalog_lookup) -> Reply:
@@ -238,7 +227,7 @@ def answer(args: dict[str, str] | None = None, raw: str = "", lookup: ModelLooku
             )
         named = parse_args(args, raw)
         if "model" in named and "gpu" in named:
-            request = build_request(named)
+            request = VramRequest(**request_fields(named))
             found = lookup(request.model)
             reply = vram_reply(estimate_for(found.model, found.variant, resolve_gpu(request.gpu), request))
             reply.notes.extend(found.notes)  # where a model outside the catalog came from

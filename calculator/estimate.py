@@ -1,16 +1,18 @@
 """The ``/vram`` computation: does this model fit on these GPUs, with what context, and which flags.
 
-``estimate(VramRequest) -> VramResult``; both are pydantic models so the CLI's ``--json`` and the
-bot's replies share one shape.
+``estimate(VramRequest) -> VramResult``: plain dataclasses (the request's bounds are checked by
+:mod:`calculator.checks`), so the CLI's ``--json`` and the bot's replies share one shape.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
+from calculator.checks import Checked, Interval
 from calculator.commands import (
     llamacpp_command,
     ollama_env_command,
@@ -40,31 +42,38 @@ GGUF_DEFAULT = "Q4_K_M"
 MIN_USEFUL_CONTEXT = 4096
 
 
-class VramRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+Count = Annotated[int, Interval(ge=1, le=64)]  # GPUs, tp, pp
+GiB = Annotated[float, Interval(gt=0, le=4096)]
+Tokens = Annotated[int, Interval(ge=1, le=1 << 25)]
+
+
+@dataclass(kw_only=True)
+class VramRequest(Checked):
+    """What ``/vram`` and ``gpu-garden vram`` ask; every bound is checked when one is made."""
 
     model: str
     gpu: str
-    gpus: int = Field(default=1, ge=1, le=64)
+    gpus: Count = 1
     engine: EngineName = "vllm"
-    tp: int | None = Field(default=None, ge=1, le=64)
-    pp: int = Field(default=1, ge=1, le=64)
-    gpu_memory_gib: float | None = Field(default=None, gt=0, le=4096)
-    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1)
-    max_model_len: int | None = Field(default=None, ge=1, le=1 << 25)
+    tp: Count | None = None
+    pp: Count = 1
+    gpu_memory_gib: GiB | None = None
+    gpu_memory_utilization: Annotated[float, Interval(gt=0, le=1)] | None = None
+    max_model_len: Tokens | None = None
     kv_cache_dtype: str = "auto"
-    kv_cache_memory_gib: float | None = Field(default=None, gt=0, le=4096)
-    max_num_seqs: int | None = Field(default=None, ge=1, le=65536)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=1 << 24)
+    kv_cache_memory_gib: GiB | None = None
+    max_num_seqs: Annotated[int, Interval(ge=1, le=65536)] | None = None
+    max_num_batched_tokens: Annotated[int, Interval(ge=1, le=1 << 24)] | None = None
     enforce_eager: bool = False
     vllm_version: str | None = None
-    ctx_size: int | None = Field(default=None, ge=1, le=1 << 25)
+    ctx_size: Tokens | None = None
     cache_type_k: str = "f16"
     cache_type_v: str = "f16"
-    parallel: int = Field(default=1, ge=1, le=256)
+    parallel: Annotated[int, Interval(ge=1, le=256)] = 1
 
 
-class RemedyOut(BaseModel):
+@dataclass
+class RemedyOut:
     engine: str
     change: str
     command: str
@@ -72,7 +81,10 @@ class RemedyOut(BaseModel):
     cost: str = ""
 
 
-class VramResult(BaseModel):
+@dataclass(kw_only=True)
+class VramResult:
+    """The answer; ``--json`` prints these fields in this order (:func:`result_json`)."""
+
     model: str
     variant: str | None
     quantization: str
@@ -80,10 +92,10 @@ class VramResult(BaseModel):
     gpu_name: str
     gpus: int
     engine: EngineName
-    total_gib: float = Field(description="memory per GPU the engine sees")
-    weights_gib: float = Field(description="per GPU")
-    kv_bytes_per_token: float = Field(description="per GPU")
-    kv_cache_gib: float = Field(description="per GPU")
+    total_gib: float  # memory per GPU the engine sees
+    weights_gib: float  # per GPU
+    kv_bytes_per_token: float  # per GPU
+    kv_cache_gib: float  # per GPU
     kv_tokens: int
     max_model_len: int
     max_model_len_fit: int
@@ -92,7 +104,12 @@ class VramResult(BaseModel):
     breakdown: dict[str, float]
     command: str
     remedies: list[RemedyOut]
-    notes: list[str] = []
+    notes: list[str] = field(default_factory=list)
+
+
+def result_json(result: VramResult) -> str:
+    """The result as indented JSON: the shape pydantic gave it (UTF-8 as is, fields in order)."""
+    return json.dumps(dataclasses.asdict(result), indent=2, ensure_ascii=False)
 
 
 def _pick_variant(model: ModelSpec, variant: Variant | None, engine: str) -> Variant | None:
@@ -241,7 +258,7 @@ def hardware_remedies(
         elif alt.max_model_len_fit >= MIN_USEFUL_CONTEXT:
             shorter = round_down_clean(alt.max_model_len_fit)
             alt = _estimate_for(
-                model, v, gpu, req.model_copy(update={"max_model_len": shorter, "ctx_size": shorter})
+                model, v, gpu, dataclasses.replace(req, max_model_len=shorter, ctx_size=shorter)
             )
             if not alt.fits:
                 continue
@@ -267,7 +284,7 @@ def hardware_remedies(
         for n in (2, 4, 8):
             if n <= req.gpus or (req.engine != "llama.cpp" and model.num_attention_heads % n):
                 continue
-            alt = _estimate_for(model, named_variant, gpu, req.model_copy(update={"gpus": n, "tp": None}))
+            alt = _estimate_for(model, named_variant, gpu, dataclasses.replace(req, gpus=n, tp=None))
             if alt.fits:
                 how = "tensor parallel" if req.engine != "llama.cpp" else "layers split"
                 out.append(
@@ -549,5 +566,6 @@ __all__ = [
     "VramResult",
     "derived_context",
     "estimate",
+    "result_json",
     "round_down_clean",
 ]

@@ -286,7 +286,7 @@ def settings_names() -> set[str]:
     for field, info in Settings.model_fields.items():
         names.add(f"GPU_GARDEN_{field.upper()}")
         sub = info.annotation
-        for subfield in getattr(sub, "model_fields", {}):
+        for subfield in getattr(sub, "__dataclass_fields__", {}):
             names.add(f"GPU_GARDEN_{field.upper()}_{subfield.upper()}")
     names |= {n + "_FILE" for n in names if SECRET_NAME.search(n)}
     return names

@@ -299,8 +299,17 @@ def test_help_imports_none_of_the_core():
 def test_vram_never_loads_the_detector_or_the_knowledge_base():
     loaded = _modules_after(["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq"])
     assert "calculator.estimate" in loaded
-    # the redactor (which checks --model / --gpu for secrets) uses the normaliser's cleanup, not the detector
+    # --model / --gpu are checked for secrets by the secret rules alone: no redactor, no normaliser
     assert not loaded & {"bot.detector", "bot.core", "knowledge.loader", "knowledge.schema"}
+    assert not loaded & {"bot.redact", "bot.normalize"}
+
+
+def test_triage_without_a_finding_never_loads_the_diagnosis_or_the_calculator(tmp_path):
+    log = tmp_path / "fine.log"
+    log.write_text("INFO 01-01 00:00:00 [x.py:1] nothing to see here\n")
+    loaded = _modules_after(["triage", str(log)])
+    assert "bot.detector" in loaded and "bot.core" in loaded
+    assert not loaded & {"bot.diagnosis", "bot.vram", "calculator.estimate", "calculator.catalog"}
 
 
 def test_terminal_paste_whose_first_line_is_a_path_is_triaged():

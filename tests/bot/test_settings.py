@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from bot.settings import SettingsError, load_settings
@@ -65,6 +67,10 @@ def test_bad_value_names_setting_not_secret(monkeypatch):
     with pytest.raises(SettingsError) as err:
         load_settings()
     assert "user_per_minute" in str(err.value) and "tok-ABCDEF" not in str(err.value)
+    monkeypatch.setenv("GPU_GARDEN_LIMITS_USER_PER_MINUTE", "0")  # the bound in the field, read by pydantic
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value) == "limits.user_per_minute: Input should be greater than or equal to 1"
 
 
 def test_flags_alone_skip_the_sources_and_give_the_same_settings(monkeypatch):
@@ -75,19 +81,49 @@ def test_flags_alone_skip_the_sources_and_give_the_same_settings(monkeypatch):
     assert only_flags()
     fast = load_settings(**flags)
     assert type(fast) is SettingsFields
-    assert fast.model_dump() == settings_class()(**flags).model_dump()
+    assert [f.name for f in dataclasses.fields(fast)] == list(settings_class().model_fields)
+    monkeypatch.setenv("GPU_GARDEN_LOG_FORMAT", "text")  # the default, but now every source is read
+    assert not only_flags() and load_settings(**flags) == fast
     assert str(fast.hub_cache_dir) == "/x/hub-cache" and fast.hub_lookup is False
 
 
 def test_any_variable_or_env_file_reads_every_source(monkeypatch, tmp_path):
-    from bot.settings import only_flags, settings_class
+    from bot.settings import SettingsFields, only_flags
 
     monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
     monkeypatch.setenv("GPU_GARDEN_KNOWLEDGE_DIR", "/from/env")
     assert not only_flags()
     s = load_settings()
-    assert type(s) is settings_class() and str(s.knowledge_dir) == "/from/env"
+    assert type(s) is SettingsFields and str(s.knowledge_dir) == "/from/env" and "knowledge_dir" in s.given
     monkeypatch.delenv("GPU_GARDEN_KNOWLEDGE_DIR")
     (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=4096\n")
     assert not only_flags()
     assert load_settings().limits.paste_max_bytes == 4096
+
+
+def test_flags_alone_are_checked_like_every_source_and_a_token_stays_hidden(monkeypatch):
+    from bot.settings import only_flags
+    from calculator.checks import Secret
+
+    monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
+    assert only_flags()
+    with pytest.raises(SettingsError) as err:
+        load_settings(log_level="LOUD")
+    assert str(err.value) == "log_level: Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"
+    with pytest.raises(SettingsError) as err:
+        load_settings(**{"limits.user_per_minute": 0})
+    assert str(err.value) == "limits.user_per_minute: Input should be greater than or equal to 1"
+    s = load_settings(**{"discord.token": "tok-ABCDEF", "discord.channels": "1, 2"})
+    assert isinstance(s.discord.token, Secret) and s.discord.token.get_secret_value() == "tok-ABCDEF"
+    assert s.discord.channels == ["1", "2"] and s.discord_enabled
+    assert "tok-ABCDEF" not in repr(s) and "tok-ABCDEF" not in str(s.discord.token)
+    assert "tok-ABCDEF" not in repr(dataclasses.asdict(s))  # a dump of the settings keeps it hidden
+
+
+def test_given_tells_a_configured_value_from_a_default(monkeypatch, tmp_path):
+    monkeypatch.delenv("GPU_GARDEN_HUB_CACHE_DIR", raising=False)
+    assert "limits.paste_max_bytes" not in load_settings().given
+    assert load_settings(**{"limits.paste_max_bytes": 4096}).given == {"limits.paste_max_bytes"}
+    (tmp_path / ".env").write_text("GPU_GARDEN_LIMITS_PASTE_MAX_BYTES=2097152\n")  # the default, but set
+    s = load_settings()
+    assert "limits.paste_max_bytes" in s.given and "limits.user_per_minute" not in s.given
