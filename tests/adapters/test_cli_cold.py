@@ -73,7 +73,8 @@ def test_a_cold_command_imports_no_pydantic(argv: list[str], stdin: str):
     seen = _child(_RUN, argv, stdin)
     assert [f for f in seen["askers"] if not f.startswith(DATA_LAYER)] == []
     if not _child(_DATA, [])["pydantic"]:  # the data layer is free of it: so must the whole command be
-        assert seen == {"pydantic": False, "askers": []}
+        # knowledge/cache.py only looks pydantic up (find_spec, to key the cache by its version file)
+        assert seen["pydantic"] is False
 
 
 def test_the_watch_sees_who_asks_for_pydantic():
