@@ -28,6 +28,7 @@ from knowledge.features import (
     release_at_log_date,
     version_hints,
 )
+from knowledge.log_lines import release_range
 
 # the flag each engine setting is written with (every spelling: calculator.commands.spellings)
 SETTING_FLAGS: dict[str, dict[str, str]] = {
@@ -125,7 +126,16 @@ def _version(
     if dated is not None:
         how = f"from your log's date ({dated[1]}): the newest release then"
         by_date = parse_version(dated[0]), Sourced(f"<={dated[0]}", "estimated", how)
-    for marker in (m for m in version_hints(engine, text) if m.since or m.until):
+    markers = [m for m in version_hints(engine, text) if m.since or m.until]
+    lines = release_range(detection.raw) if engine == "vllm" else None
+    if lines is not None:  # the range the log's source lines allow, narrowed by the markers it fits
+        low, high = parse_version(lines.since) or (0, 0, 0), parse_version(lines.last) or (0, 0, 0)
+        fits = [
+            (v, m.since) for m in markers if m.since and (v := parse_version(m.since)) and low < v <= high
+        ]
+        low, since = max([(low, lines.since), *fits])
+        return low, Sourced(lines.text(since), "estimated", "from your log's source line numbers")
+    for marker in markers:
         bound = marker.since or marker.until
         v = parse_version(marker.since) if marker.since else _before(parse_version(marker.until))
         if by_date and marker.until and v and by_date[0] and by_date[0] < v:

@@ -292,17 +292,22 @@ def test_cross_attention_groups_are_not_paged_as_recurrent_state():
 
 
 @pytest.mark.parametrize(
-    "record_id",
-    ["vllm32105-pp8-glm47-fp8-a100", "vllm23278-gptoss120b-h100", "vllm21348-qwen3-235b-fp8-vllm-tp4"],
+    ("record_id", "version", "shown"),
+    [
+        # the source line numbers of their log lines (knowledge/log_lines.yaml) name the releases first
+        ("vllm32105-pp8-glm47-fp8-a100", (0, 15, 0), "0.15.0-0.15.1"),
+        ("vllm23278-gptoss120b-h100", (0, 10, 1), "0.10.1-0.10.1.1"),
+        ("vllm21348-qwen3-235b-fp8-vllm-tp4", (0, 8, 0), ">=0.8.0"),
+    ],
 )
-def test_bot_reads_v1_from_wording_once_prefixes_are_stripped(record_id):
+def test_bot_reads_v1_from_wording_once_prefixes_are_stripped(record_id, version, shown):
     from bot.detector import detect
     from bot.situation import read
 
     found = detect(record(record_id)["text"])
     s = read(found, found.root)
-    assert s.version == (0, 8, 0)  # V1's KV wording or source paths: V1 is the default from 0.8.0
-    assert s.version_src.value == ">=0.8.0"
+    assert s.version == version  # V1's KV wording or source paths: V1 is the default from 0.8.0
+    assert s.version_src.value == shown
 
 
 def test_vram_loads_mxfp4_moe_with_the_marlin_padding_a_paste_budget_uses():
