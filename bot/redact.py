@@ -144,51 +144,42 @@ def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     return True
 
 
-def _runs(lines: list[str], raw: list[int]) -> list[Run]:
+def _runs(lines: list[str], raw: list[int], stripped: list[str]) -> list[Run]:
     """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
     unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
     a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
     line may be wider, by a prefix the wrap did not count: a run is also read without its last line).
-    ``raw`` holds the length of each raw line (prefixes included)."""
+    ``raw`` holds the length of each raw line (prefixes included).  The tests of one line are made for
+    every line at once (:func:`_joins`); Python steps once per run, not per line."""
     runs: list[Run] = []
-    k, n = 0, len(lines)
-    starts = _may_continue(lines, raw)  # the lines a run can start from, found without a Python loop
-    at = 0
-    while k < n - 1:
-        at = bisect.bisect_left(starts, k, at)
-        if at == len(starts):
-            break
-        k = starts[at]  # every line before it ends a run at once (last == k): skipped
-        last = k
-        while (
-            last < n - 1
-            and last - k + 1 < WRAP_WINDOW
-            and len(lines[last]) >= WRAP_MIN_LENGTH
-            and (last <= k + 1 or raw[last] + TAB_SLACK >= raw[last - 1])  # a shorter one ends it
-            and raw[last + 1] <= raw[last] + TAB_SLACK  # a wrap is never wider than its line
-            and lines[last + 1].strip()
-            and (
-                not is_record_start(lines[last + 1])
-                or wrapped_mid_record(raw[last], lines[last], lines[last + 1])
-            )
-        ):
-            last += 1
-        if last > k:
-            # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
-            context = k > 0 and (not runs or runs[-1][1] < k - 1)
-            runs.append((k - 1 if context else k, last, context))
-            if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
-                runs.append((k - 1 if context else k, last - 1, context))
-        k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
+    joins, steady = _joins(lines, raw, stripped)
+    k, n = joins.find(1), len(lines)
+    while k >= 0:
+        last = k + 1 if k + 1 >= n - 1 or not joins[k + 1] else k + 2
+        if last == k + 2:  # from the third line on, a line shorter than the one before it ends the run
+            stop = steady.find(0, last, min(n - 1, k + WRAP_WINDOW - 1))
+            last = min(n - 1, k + WRAP_WINDOW - 1) if stop < 0 else stop
+        # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
+        context = k > 0 and (not runs or runs[-1][1] < k - 1)
+        runs.append((k - 1 if context else k, last, context))
+        if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
+            runs.append((k - 1 if context else k, last - 1, context))
+        k = joins.find(1, last if last - k + 1 >= WRAP_WINDOW else last + 1)
     return runs
 
 
-def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
-    """The lines k (before the last) that pass the length tests :func:`_runs` asks of a line before it
-    joins line k + 1: at least WRAP_MIN_LENGTH long, and the next raw line no wider than this one."""
+def _joins(lines: list[str], raw: list[int], stripped: list[str]) -> tuple[bytearray, bytearray]:
+    """Whether each line k joins line k + 1 (at least WRAP_MIN_LENGTH long, the next raw line no wider
+    and not empty, and not a new record unless a wrap cut one mid-sentence), and whether it does so
+    also as a third or later line of a run (not shorter than the line before it)."""
     wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
-    narrow = map(operator.le, raw_len[1:], map(operator.add, raw_len, itertools.repeat(TAB_SLACK)))
-    return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
+    narrow = map(operator.le, raw[1:], map(operator.add, raw, itertools.repeat(TAB_SLACK)))
+    joins = bytearray(map(operator.and_, map(operator.and_, wide, narrow), map(bool, stripped[1:])))
+    record = bytearray(map(is_record_start, lines[1:]))
+    for k in itertools.compress(itertools.count(), map(operator.and_, joins, record)):
+        joins[k] = wrapped_mid_record(raw[k], lines[k], lines[k + 1])
+    steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
+    return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
 
 
 def _parts(lines: list[str], stripped: list[str], first: int, last: int) -> list[str]:
@@ -218,12 +209,12 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     lines = _stripped_lines(text)
     if len(lines) != len(raw_len):
         return text
-    runs = _runs(lines, raw_len)
+    stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
+    runs = _runs(lines, raw_len, stripped)
     del raw_len
     if not runs:
         return text
     raw: list[str] | None = None
-    stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
     nul_glued, sizes = _windows(lines, runs, stripped)
     for glue in ("", " "):
         data = nul_glued.replace(b"\0", glue.encode())
