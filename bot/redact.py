@@ -26,7 +26,7 @@ class Span:
     kind: str
 
 
-def find_spans(data: bytes, rules: RuleSet | None = None) -> list[Span]:
+def find_spans(data: bytes | bytearray, rules: RuleSet | None = None) -> list[Span]:
     """The secrets in ``data`` (byte offsets), sorted and merged.  Rules run in precedence order; a match
     that overlaps an earlier rule's widens what is removed but keeps the earlier rule's kind."""
     rules = rules or default_rules()
@@ -121,11 +121,23 @@ WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
 Run = tuple[int, int, bool]  # first and last line, and whether the first is only context
 TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
+STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
 
 
-def _stripped_lines(text: str) -> list[str]:
-    """The lines without their log prefixes, as the detector reads them (no mark left in their place)."""
-    return strip_prefixes(text, mark="").split("\n")
+def _stripped_lines(text: str) -> tuple[list[str], list[int]]:
+    """The lines without their log prefixes, as the detector reads them (no mark left in their place),
+    and the length of each raw line; stripped a MiB at a time, cut at a newline (no prefix holds one:
+    the same lines as in one pass), so no second copy of a long text is ever made whole."""
+    lines: list[str] = []
+    raw: list[int] = []
+    pos = 0
+    while pos <= len(text):
+        cut = text.find("\n", pos + STRIP_CHUNK)
+        chunk = text[pos:] if cut < 0 else text[pos:cut]
+        raw += map(len, chunk.split("\n"))
+        lines += strip_prefixes(chunk, mark="").split("\n")
+        pos = len(text) + 1 if cut < 0 else cut + 1
+    return lines, raw
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
@@ -205,8 +217,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    raw_len = list(map(len, text.split("\n")))  # the raw lines themselves only if a piece is removed
-    lines = _stripped_lines(text)
+    lines, raw_len = _stripped_lines(text)  # the raw lines themselves only if a piece is removed
     if len(lines) != len(raw_len):
         return text
     stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
@@ -242,24 +253,26 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     return text if raw is None else "\n".join(raw)
 
 
-def _windows(lines: list[str], runs: list[Run], stripped: list[str]) -> tuple[bytes, list[int]]:
+def _windows(lines: list[str], runs: list[Run], stripped: list[str]) -> tuple[bytearray, list[int]]:
     """The runs' lines joined with NUL (gone since :func:`visible`: the caller puts each glue in its
     place), one run per line, as UTF-8, and each run's length in characters plus one; each run encoded
     on its own, so the joined text is never one str (two bytes a character once one is not Latin-1)."""
     chars: list[int] = []
-    chunks: list[bytes] = []
+    out = bytearray()
     for a, b, _c in runs:
-        window = "\0".join(_parts(lines, stripped, a, b))
+        window = "\0".join([lines[a].rstrip(), *stripped[a + 1 : b], lines[b].lstrip()])
         chars.append(len(window) + 1)
-        chunks.append(window.encode("utf-8"))
-    return b"\n".join(chunks), chars
+        out += window.encode("utf-8")
+        out += b"\n"
+    del out[-1:]  # no newline after the last run
+    return out, chars
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:
     """A private key whose every line carries a log prefix (``app-1  | MIIE...``): found in the
     prefix-stripped lines, and its base64 removed from each raw line."""
     raw = text.split("\n")
-    lines = _stripped_lines(text)
+    lines = _stripped_lines(text)[0]
     if len(lines) != len(raw):
         return text
     rule = next(r for r in default_rules().rules if r.id == "private-key")

@@ -71,7 +71,7 @@ def test_runs_are_found_as_before_on_random_shapes(seed):
     rng = random.Random(seed)
     for _ in range(50):
         text = visible(random_text(rng))
-        lines = fast._stripped_lines(text)
+        lines = fast._stripped_lines(text)[0]
         raw = list(map(len, text.split("\n")))
         assert fast._runs(lines, raw, list(map(str.strip, lines))) == frozen._runs(lines, raw)
 
@@ -79,7 +79,7 @@ def test_runs_are_found_as_before_on_random_shapes(seed):
 def test_a_run_longer_than_the_window_is_cut_as_before():
     # one chain of 200 equal lines: windows of WRAP_WINDOW lines, each starting on the last one's end
     text = "\n".join(FILLER for _ in range(200))
-    lines = fast._stripped_lines(text)
+    lines = fast._stripped_lines(text)[0]
     raw = list(map(len, text.split("\n")))
     runs = fast._runs(lines, raw, list(map(str.strip, lines)))
     assert runs == frozen._runs(lines, raw)
