@@ -12,9 +12,12 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.normalize import is_record_start, strip_prefixes, visible, wrapped_mid_record
+import re2
+
+from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -120,52 +123,61 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
 WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
 Run = tuple[int, int, bool]  # first and last line, and whether the first is only context
+Strip = Callable[[bytes], bytes]
 TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
 STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
+_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip removes in ASCII (bytes.strip: not \x1c-\x1f)
+_WIDE_SPACE = re2.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")  # and beyond ASCII
 
 
-def _stripped_lines(text: str) -> tuple[list[str], list[int]]:
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], list[int], bool]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
-    and the length of each raw line; stripped a MiB at a time, cut at a newline (no prefix holds one:
-    the same lines as in one pass), so no second copy of a long text is ever made whole."""
-    lines: list[str] = []
+    in UTF-8; each one's length and each raw line's, in characters; the lines that start a record;
+    whether one holds whitespace beyond ASCII.  A MiB at a time, cut at a newline (no prefix holds
+    one: the same lines as in one pass), so no second copy of a long text is ever made whole."""
+    lines: list[bytes] = []
+    chars: list[int] = []
     raw: list[int] = []
-    pos = 0
+    records: list[int] = []
+    pos, wide = 0, False
     while pos <= len(text):
         cut = text.find("\n", pos + STRIP_CHUNK)
         chunk = text[pos:] if cut < 0 else text[pos:cut]
         raw += map(len, chunk.split("\n"))
-        lines += strip_prefixes(chunk, mark="").split("\n")
+        stripped = strip_prefixes(chunk, mark="")
+        split = stripped.split("\n")
+        records += itertools.compress(itertools.count(len(lines)), map(_RECORD_START.match, split))
+        chars += map(len, split)
+        data = stripped.encode("utf-8")
+        wide = wide or (not data.isascii() and _WIDE_SPACE.search(data) is not None)
+        lines += data.split(b"\n")
         pos = len(text) + 1 if cut < 0 else cut + 1
-    return lines, raw
+    return lines, chars, raw, records, wide
+
+
+def _stripper(method: str, wide: bool) -> Strip:
+    """``str.strip``/``rstrip``/``lstrip`` on UTF-8 (through a str when a line holds wide whitespace)."""
+    wide_strip = lambda line: getattr(line.decode("utf-8"), method)().encode("utf-8")  # noqa: E731
+    return wide_strip if wide else operator.methodcaller(method, _SPACE)
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     """Remove each (line, piece) from the raw lines (the first piece becomes ``mark``); False, and
     nothing changed, when a piece cannot be found."""
-    found = []
-    for n, (line_no, piece) in enumerate(pieces):
-        line = raw[line_no]
-        at = line.rfind(piece) if n == 0 else line.find(piece)
-        if at < 0:
-            return False
-        found.append(at)
-    for n, ((line_no, piece), at) in enumerate(zip(pieces, found, strict=True)):
-        line = raw[line_no]
-        raw[line_no] = line[:at] + (mark if n == 0 else "") + line[at + len(piece) :]
+    found = [raw[j].find(piece) if n else raw[j].rfind(piece) for n, (j, piece) in enumerate(pieces)]
+    if any(at < 0 for at in found):
+        return False
+    for n, ((j, piece), at) in enumerate(zip(pieces, found, strict=True)):
+        raw[j] = raw[j][:at] + ("" if n else mark) + raw[j][at + len(piece) :]
     return True
 
 
-def _runs(lines: list[str], raw: list[int], stripped: list[str]) -> list[Run]:
-    """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
-    unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
-    a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
-    line may be wider, by a prefix the wrap did not count: a run is also read without its last line).
-    ``raw`` holds the length of each raw line (prefixes included).  The tests of one line are made for
-    every line at once (:func:`_joins`); Python steps once per run, not per line."""
+def _runs(joins: bytearray, steady: bytearray) -> list[Run]:
+    """(first, last) line of each run a terminal may have wrapped (``joins[k]``: line k continues on the
+    next, ``steady[k]``: also as a run's third line or later, see :func:`_joins`); a run is also read
+    without its last line (its first may be wider, by a prefix the wrap did not count)."""
     runs: list[Run] = []
-    joins, steady = _joins(lines, raw, stripped)
-    k, n = joins.find(1), len(lines)
+    k, n = joins.find(1), len(joins) + 1
     while k >= 0:
         last = k + 1 if k + 1 >= n - 1 or not joins[k + 1] else k + 2
         if last == k + 2:  # from the third line on, a line shorter than the one before it ends the run
@@ -180,35 +192,20 @@ def _runs(lines: list[str], raw: list[int], stripped: list[str]) -> list[Run]:
     return runs
 
 
-def _joins(lines: list[str], raw: list[int], stripped: list[str]) -> tuple[bytearray, bytearray]:
-    """Whether each line k joins line k + 1 (at least WRAP_MIN_LENGTH long, the next raw line no wider
-    and not empty, and not a new record unless a wrap cut one mid-sentence), and whether it does so
-    also as a third or later line of a run (not shorter than the line before it)."""
-    wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
+def _joins(
+    chars: list[int], raw: list[int], stripped: list[bytes], records: list[int], lines: list[bytes]
+) -> tuple[bytearray, bytearray]:
+    """Whether each line k continues on the next, as the detector joins them (k is WRAP_MIN_LENGTH long,
+    the next raw line no wider, not empty, and no new record unless a wrap cut one mid-sentence), and
+    whether it does so as a run's third line or later too (a terminal wraps at one width: no shorter
+    than the line before it).  Every line at once, with C-level maps."""
+    wide = map(operator.ge, chars, itertools.repeat(WRAP_MIN_LENGTH))
     narrow = map(operator.le, raw[1:], map(operator.add, raw, itertools.repeat(TAB_SLACK)))
     joins = bytearray(map(operator.and_, map(operator.and_, wide, narrow), map(bool, stripped[1:])))
-    record = bytearray(map(is_record_start, lines[1:]))
-    for k in itertools.compress(itertools.count(), map(operator.and_, joins, record)):
-        joins[k] = wrapped_mid_record(raw[k], lines[k], lines[k + 1])
+    for k in (j - 1 for j in records if j and joins[j - 1]):
+        joins[k] = wrapped_mid_record(raw[k], lines[k].decode("utf-8"), lines[k + 1].decode("utf-8"))
     steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
     return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
-
-
-def _parts(lines: list[str], stripped: list[str], first: int, last: int) -> list[str]:
-    """Each line's part of a run: the first without its trailing space, the inner ones ``stripped``
-    (every line stripped), the last without its leading space."""
-    return [lines[first].rstrip(), *stripped[first + 1 : last], lines[last].lstrip()]
-
-
-def _layout(parts: list[str], first: int, glue: str) -> list[tuple[int, int, int, str]]:
-    """(start, end, line, text) of each part in the run joined with ``glue``."""
-    out: list[tuple[int, int, int, str]] = []
-    pos = 0
-    for n, part in enumerate(parts):
-        pos += len(glue) if n else 0
-        out.append((pos, pos + len(part), first + n, part))
-        pos += len(part)
-    return out
 
 
 def _redact_wrapped(text: str, kinds: list[str]) -> str:
@@ -217,62 +214,60 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    lines, raw_len = _stripped_lines(text)  # the raw lines themselves only if a piece is removed
-    if len(lines) != len(raw_len):
+    lines, chars, raw_len, records, wide = _stripped_lines(text)  # raw lines only if a piece is removed
+    strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
+    stripped = list(map(strip, lines))
+    runs = _runs(*_joins(chars, raw_len, stripped, records, lines))
+    if not runs or len(lines) != len(raw_len):
         return text
-    stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
-    runs = _runs(lines, raw_len, stripped)
-    del raw_len
-    if not runs:
-        return text
+    nul_glued, nul_starts = _windows(lines, runs, stripped, rstrip, lstrip)
+    del lines, chars, raw_len, records, stripped  # a run's parts are read back from its window
     raw: list[str] | None = None
-    nul_glued, sizes = _windows(lines, runs, stripped)
-    for glue in ("", " "):
-        data = nul_glued.replace(b"\0", glue.encode())
-        glued = map(operator.sub, sizes, (b - a for a, b, _c in runs)) if not glue else iter(sizes)
-        starts = list(itertools.accumulate(glued, initial=0))
-        starts[-1] -= 1  # no newline after the last run
-        ascii_only = len(data) == starts[-1]
+    for glue in (b"", b" "):
+        data = nul_glued.replace(b"\0", glue)  # each run's NULs gone: it starts that many bytes earlier
+        gone = itertools.accumulate((b - a for a, b, _c in runs), initial=0)
+        starts = nul_starts if glue else list(map(operator.sub, nul_starts, gone))
         for span in find_spans(data):
-            kind, start, end = span.kind, span.start, span.end
-            if not ascii_only:  # byte offsets to character offsets (matches are rare)
-                end = len(data[:end].decode("utf-8", "ignore"))
-                start = len(data[:start].decode("utf-8", "ignore"))
-            w = bisect.bisect_right(starts, start) - 1
-            s, e = start - starts[w], end - starts[w]
-            first, last, context = runs[w]
-            layout = _layout(_parts(lines, stripped, first, last), first, glue)
-            pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
-            pieces = [(j, piece) for j, piece in pieces if piece]
+            w = bisect.bisect_right(starts, span.start) - 1
+            s, e = span.start - starts[w], span.end - starts[w]
+            first, _last, context = runs[w]
+            parts = bytes(nul_glued[nul_starts[w] : nul_starts[w + 1]]).removesuffix(b"\n").split(b"\0")
+            pos, pieces = 0, []
+            for n, part in enumerate(parts):  # each line's piece of the secret
+                if pos < e and (piece := part[max(s, pos) - pos : e - pos]):
+                    pieces.append((first + n, piece.decode("utf-8")))
+                pos += len(part) + len(glue)
             if len(pieces) < 2 or (context and pieces[0][0] == first):
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
             if raw is None:
                 raw = text.split("\n")
-            if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
-                kinds.append(kind)
+            if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
+                kinds.append(span.kind)
     return text if raw is None else "\n".join(raw)
 
 
-def _windows(lines: list[str], runs: list[Run], stripped: list[str]) -> tuple[bytearray, list[int]]:
-    """The runs' lines joined with NUL (gone since :func:`visible`: the caller puts each glue in its
-    place), one run per line, as UTF-8, and each run's length in characters plus one; each run encoded
-    on its own, so the joined text is never one str (two bytes a character once one is not Latin-1)."""
-    chars: list[int] = []
+def _windows(
+    lines: list[bytes], runs: list[Run], stripped: list[bytes], rstrip: Strip, lstrip: Strip
+) -> tuple[bytearray, list[int]]:
+    """Each run's first line without its trailing space, inner ones stripped, last without its leading
+    space, joined with NUL (gone since :func:`visible`: the caller puts each glue in its place), one run
+    per line, and where each run starts."""
+    starts = [0]
     out = bytearray()
     for a, b, _c in runs:
-        window = "\0".join([lines[a].rstrip(), *stripped[a + 1 : b], lines[b].lstrip()])
-        chars.append(len(window) + 1)
-        out += window.encode("utf-8")
+        out += b"\0".join([rstrip(lines[a]), *stripped[a + 1 : b], lstrip(lines[b])])
         out += b"\n"
+        starts.append(len(out))
     del out[-1:]  # no newline after the last run
-    return out, chars
+    starts[-1] -= 1
+    return out, starts
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:
     """A private key whose every line carries a log prefix (``app-1  | MIIE...``): found in the
     prefix-stripped lines, and its base64 removed from each raw line."""
     raw = text.split("\n")
-    lines = _stripped_lines(text)[0]
+    lines = strip_prefixes(text, mark="").split("\n")
     if len(lines) != len(raw):
         return text
     rule = next(r for r in default_rules().rules if r.id == "private-key")

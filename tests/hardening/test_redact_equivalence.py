@@ -9,7 +9,7 @@ import random
 import pytest
 
 from bot import redact as fast
-from bot.normalize import visible
+from bot.normalize import is_record_start, strip_prefixes, visible
 from tests.hardening import redact_frozen as frozen
 from tests.hardening.redact_equivalence import FILLER, PREFIX, corpus, joined, planted_texts
 
@@ -40,7 +40,7 @@ PIECES = [
     "",
     "   ",
     "ValueError: no",
-    "  File \"x.py\", line 3",
+    '  File "x.py", line 3',
     "-PCIE-16GB",
     " needed",
     "h_memory=17.98GiB",
@@ -66,24 +66,42 @@ def random_text(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+def runs(text: str) -> list[fast.Run]:
+    lines, chars, raw, records, wide = fast._stripped_lines(text)
+    return fast._runs(
+        *fast._joins(chars, raw, list(map(fast._stripper("strip", wide), lines)), records, lines)
+    )
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_runs_are_found_as_before_on_random_shapes(seed):
     rng = random.Random(seed)
     for _ in range(50):
         text = visible(random_text(rng))
-        lines = fast._stripped_lines(text)[0]
-        raw = list(map(len, text.split("\n")))
-        assert fast._runs(lines, raw, list(map(str.strip, lines))) == frozen._runs(lines, raw)
+        assert runs(text) == frozen._runs(frozen._stripped_lines(text), list(map(len, text.split("\n"))))
 
 
 def test_a_run_longer_than_the_window_is_cut_as_before():
     # one chain of 200 equal lines: windows of WRAP_WINDOW lines, each starting on the last one's end
     text = "\n".join(FILLER for _ in range(200))
-    lines = fast._stripped_lines(text)[0]
-    raw = list(map(len, text.split("\n")))
-    runs = fast._runs(lines, raw, list(map(str.strip, lines)))
-    assert runs == frozen._runs(lines, raw)
-    assert runs[:3] == [(0, 63, False), (0, 62, False), (63, 126, False)]
+    found = runs(text)
+    assert found == frozen._runs(frozen._stripped_lines(text), list(map(len, text.split("\n"))))
+    assert found[:3] == [(0, 63, False), (0, 62, False), (63, 126, False)]
+
+
+def test_lines_are_stripped_and_record_starts_found_as_one_pass_does_across_chunks(monkeypatch):
+    rows = [
+        PREFIX + "ValueError: x" if i % 3 else "INFO 04-12 08:21:19 [a.py:1] " + FILLER for i in range(3000)
+    ]
+    text = "\n".join(rows)
+    whole = fast._stripped_lines(text)
+    monkeypatch.setattr(fast, "STRIP_CHUNK", 1000)  # a cut every few lines
+    assert fast._stripped_lines(text) == whole
+    lines, chars, raw, records, _wide = whole
+    assert lines == strip_prefixes(text, mark="").encode().split(b"\n") and raw == list(map(len, rows))
+    assert chars == list(map(len, strip_prefixes(text, mark="").split("\n")))
+    lines = strip_prefixes(text, mark="").split("\n")
+    assert records == [i for i, line in enumerate(lines) if is_record_start(line)] and len(records) == 2000
 
 
 def test_a_secret_wrapped_inside_a_long_chain_is_removed_as_before():
@@ -93,3 +111,14 @@ def test_a_secret_wrapped_inside_a_long_chain_is_removed_as_before():
         rows = [FILLER] * cut + [line[:80], line[80:]] + [FILLER] * 10
         before, now = same("\n".join(rows))
         assert now == before and secret[:20] not in now[0], cut
+
+
+@pytest.mark.parametrize("space", ["\x1c", "\x1f", "\x85", "\u2028", "\u1680", "\x0b", "\u00a0"])
+def test_lines_ending_in_any_whitespace_str_strips_are_cut_as_before(space):
+    # the runs are read as UTF-8: str.strip's whitespace (beyond bytes.strip's) must still be cut
+    secret = "hf_" + "AbCdEfGh12" * 6
+    line = f"{FILLER} --hf-token {secret}"
+    rows = [FILLER, line[:80] + space, space + line[80:] + space, FILLER + space, space * 3]
+    before, now = same("\n".join(rows))
+    assert now == before and secret[:20] not in now[0]
+    assert fast._stripper("strip", True)(f"{space} y{space}".encode()) == b"y"
