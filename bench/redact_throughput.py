@@ -11,8 +11,8 @@ lines, no newlines, nested prefixes, 80-col wrapped).
 
 Timings are medians of paired runs (``redact()`` now and the frozen former algorithm,
 tests/hardening/redact_frozen.py, alternating in one process), so the ratio is what to read on a
-shared machine.  Peak memory is each shape redacted in a fresh process (``ru_maxrss`` after minus
-before, so the interpreter, the rules and the paste itself are not counted).
+shared machine.  Peak memory (now / before) is what ``redact()`` allocates at its peak on each shape,
+in a fresh process (``tracemalloc``: the interpreter, the rules and the paste itself are not counted).
 """
 
 from __future__ import annotations
@@ -86,17 +86,17 @@ def paired(text: str, runs: int) -> tuple[float, float, tuple[str, ...]]:
 
 
 def peak(name: str, mib: int, former: bool) -> int:
-    """MiB the redactor adds to the process's peak on one shape (run in a fresh process)."""
+    """MiB of Python objects the redactor holds at its peak on one shape, beyond the paste itself
+    (``tracemalloc`` in a fresh process; the shape is made before tracing starts)."""
     code = (
-        f"import resource, sys; sys.path[:0] = [{str(HERE)!r}, {str(ROOT)!r}]; import redact_throughput as b; "
+        f"import sys, tracemalloc; sys.path[:0] = [{str(HERE)!r}, {str(ROOT)!r}]; import redact_throughput as b; "
         f"text = b.shapes({mib << 20})[{name!r}](); "
         "from bot.redact import redact; from tests.hardening.redact_frozen import redact as former; "
-        "redact('x'); former('x'); "
-        f"base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; (former if {former!r} else redact)(text); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base)"
+        "redact('x'); former('x'); tracemalloc.start(); "
+        f"(former if {former!r} else redact)(text); print(tracemalloc.get_traced_memory()[1])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    return int(out.split()[-1]) >> 10
+    return int(out.split()[-1]) >> 20
 
 
 def timings(mib: int, runs: int) -> None:

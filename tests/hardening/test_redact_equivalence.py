@@ -122,3 +122,14 @@ def test_lines_ending_in_any_whitespace_str_strips_are_cut_as_before(space):
     before, now = same("\n".join(rows))
     assert now == before and secret[:20] not in now[0]
     assert fast._stripper("strip", True)(f"{space} y{space}".encode()) == b"y"
+
+
+@pytest.mark.parametrize("cut", [80, 93, 100])  # the rest no wider than the wrapped line
+def test_a_wrapped_secret_after_wide_characters_is_cut_at_the_same_places(cut):
+    # windows are read as UTF-8 bytes: a secret's pieces must come out where the characters are
+    secret = "hf_" + "AbCdEfGh12" * 6
+    line = f"INFO 04-12 08:21:19 [api.py:1] modèle → «Qwen» 日本語 --hf-token {secret} done"
+    quoted = f'(APIServer pid=1) "api_key": "Ab3dE5gH7jK9 mN1pQ3sT→Ab3dE5gH7jK9mN1pQ3sT" 模型 {FILLER}'
+    text = "\n".join([FILLER + " é", line[:cut], line[cut:], quoted[:cut], quoted[cut:], "→ end"])
+    before, now = same(text)
+    assert now == before and secret[:20] not in now[0] and secret[-20:] not in now[0]
