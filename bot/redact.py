@@ -126,39 +126,36 @@ Run = tuple[int, int, bool]  # first and last line, and whether the first is onl
 Strip = Callable[[bytes], bytes]
 TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
 STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
-_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what str.strip removes in ASCII (bytes.strip: not \x1c-\x1f)
-_WIDE_SPACE = re2.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")  # and beyond ASCII
+# what str.strip removes and bytes.strip does not (bytes.strip: " \t\n\r\x0b\x0c")
+_WIDE_SPACE = re2.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
-def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], list[int], bool]:
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
-    in UTF-8; each one's length and each raw line's, in characters; the lines that start a record;
-    whether one holds whitespace beyond ASCII.  A MiB at a time, cut at a newline (no prefix holds
+    in UTF-8; each one's length and each raw line's, in characters; whether one holds whitespace
+    bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds
     one: the same lines as in one pass), so no second copy of a long text is ever made whole."""
     lines: list[bytes] = []
     chars: list[int] = []
     raw: list[int] = []
-    records: list[int] = []
     pos, wide = 0, False
     while pos <= len(text):
         cut = text.find("\n", pos + STRIP_CHUNK)
         chunk = text[pos:] if cut < 0 else text[pos:cut]
         raw += map(len, chunk.split("\n"))
         stripped = strip_prefixes(chunk, mark="")
-        split = stripped.split("\n")
-        records += itertools.compress(itertools.count(len(lines)), map(_RECORD_START.match, split))
-        chars += map(len, split)
+        chars += map(len, stripped.split("\n"))
         data = stripped.encode("utf-8")
-        wide = wide or (not data.isascii() and _WIDE_SPACE.search(data) is not None)
+        wide = wide or _WIDE_SPACE.search(data) is not None
         lines += data.split(b"\n")
         pos = len(text) + 1 if cut < 0 else cut + 1
-    return lines, chars, raw, records, wide
+    return lines, chars, raw, wide
 
 
 def _stripper(method: str, wide: bool) -> Strip:
-    """``str.strip``/``rstrip``/``lstrip`` on UTF-8 (through a str when a line holds wide whitespace)."""
+    """``str.strip``/``rstrip``/``lstrip`` on UTF-8 (through a str when a line holds wider whitespace)."""
     wide_strip = lambda line: getattr(line.decode("utf-8"), method)().encode("utf-8")  # noqa: E731
-    return wide_strip if wide else operator.methodcaller(method, _SPACE)
+    return wide_strip if wide else getattr(bytes, method)
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
@@ -193,7 +190,7 @@ def _runs(joins: bytearray, steady: bytearray) -> list[Run]:
 
 
 def _joins(
-    chars: list[int], raw: list[int], stripped: list[bytes], records: list[int], lines: list[bytes]
+    chars: list[int], raw: list[int], stripped: list[bytes], lines: list[bytes]
 ) -> tuple[bytearray, bytearray]:
     """Whether each line k continues on the next, as the detector joins them (k is WRAP_MIN_LENGTH long,
     the next raw line no wider, not empty, and no new record unless a wrap cut one mid-sentence), and
@@ -202,8 +199,11 @@ def _joins(
     wide = map(operator.ge, chars, itertools.repeat(WRAP_MIN_LENGTH))
     narrow = map(operator.le, raw[1:], map(operator.add, raw, itertools.repeat(TAB_SLACK)))
     joins = bytearray(map(operator.and_, map(operator.and_, wide, narrow), map(bool, stripped[1:])))
-    for k in (j - 1 for j in records if j and joins[j - 1]):
-        joins[k] = wrapped_mid_record(raw[k], lines[k].decode("utf-8"), lines[k + 1].decode("utf-8"))
+    after = list(itertools.compress(itertools.count(1), joins))  # lines the one before may join: new records?
+    for j in itertools.compress(
+        after, map(_RECORD_START.match, map(bytes.decode, map(lines.__getitem__, after)))
+    ):
+        joins[j - 1] = wrapped_mid_record(raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8"))
     steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
     return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
 
@@ -214,14 +214,14 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    lines, chars, raw_len, records, wide = _stripped_lines(text)  # raw lines only if a piece is removed
+    lines, chars, raw_len, wide = _stripped_lines(text)  # raw lines only if a piece is removed
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
-    runs = _runs(*_joins(chars, raw_len, stripped, records, lines))
+    runs = _runs(*_joins(chars, raw_len, stripped, lines))
     if not runs or len(lines) != len(raw_len):
         return text
     nul_glued, nul_starts = _windows(lines, runs, stripped, rstrip, lstrip)
-    del lines, chars, raw_len, records, stripped  # a run's parts are read back from its window
+    del lines, chars, raw_len, stripped  # a run's parts are read back from its window
     raw: list[str] | None = None
     for glue in (b"", b" "):
         data = nul_glued.replace(b"\0", glue)  # each run's NULs gone: it starts that many bytes earlier

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from bot import redact as fast
-from bot.normalize import is_record_start, strip_prefixes, visible
+from bot.normalize import strip_prefixes, visible
 from tests.hardening import redact_frozen as frozen
 from tests.hardening.redact_equivalence import FILLER, PREFIX, corpus, joined, planted_texts
 
@@ -67,10 +67,8 @@ def random_text(rng: random.Random) -> str:
 
 
 def runs(text: str) -> list[fast.Run]:
-    lines, chars, raw, records, wide = fast._stripped_lines(text)
-    return fast._runs(
-        *fast._joins(chars, raw, list(map(fast._stripper("strip", wide), lines)), records, lines)
-    )
+    lines, chars, raw, wide = fast._stripped_lines(text)
+    return fast._runs(*fast._joins(chars, raw, list(map(fast._stripper("strip", wide), lines)), lines))
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -89,7 +87,7 @@ def test_a_run_longer_than_the_window_is_cut_as_before():
     assert found[:3] == [(0, 63, False), (0, 62, False), (63, 126, False)]
 
 
-def test_lines_are_stripped_and_record_starts_found_as_one_pass_does_across_chunks(monkeypatch):
+def test_lines_are_stripped_as_one_pass_does_across_chunks(monkeypatch):
     rows = [
         PREFIX + "ValueError: x" if i % 3 else "INFO 04-12 08:21:19 [a.py:1] " + FILLER for i in range(3000)
     ]
@@ -97,11 +95,10 @@ def test_lines_are_stripped_and_record_starts_found_as_one_pass_does_across_chun
     whole = fast._stripped_lines(text)
     monkeypatch.setattr(fast, "STRIP_CHUNK", 1000)  # a cut every few lines
     assert fast._stripped_lines(text) == whole
-    lines, chars, raw, records, _wide = whole
+    lines, chars, raw, wide = whole
     assert lines == strip_prefixes(text, mark="").encode().split(b"\n") and raw == list(map(len, rows))
-    assert chars == list(map(len, strip_prefixes(text, mark="").split("\n")))
-    lines = strip_prefixes(text, mark="").split("\n")
-    assert records == [i for i, line in enumerate(lines) if is_record_start(line)] and len(records) == 2000
+    assert chars == list(map(len, strip_prefixes(text, mark="").split("\n"))) and not wide
+    assert runs(text) == frozen._runs(frozen._stripped_lines(text), raw)
 
 
 def test_a_secret_wrapped_inside_a_long_chain_is_removed_as_before():
