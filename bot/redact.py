@@ -132,9 +132,9 @@ _WIDE_SPACE = re2.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u20
 
 def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
-    in UTF-8; each one's length and each raw line's, in characters; whether one holds whitespace
-    bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds
-    one: the same lines as in one pass), so no second copy of a long text is ever made whole."""
+    in UTF-8; each one's length and each raw line's, in characters; whether one holds whitespace that
+    bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds one: the same lines as in
+    one pass), so no second copy of a long text is ever made whole."""
     lines: list[bytes] = []
     chars: list[int] = []
     raw: list[int] = []
