@@ -12,9 +12,12 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.normalize import is_record_start, strip_prefixes, visible, wrapped_mid_record
+import re2
+
+from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -26,7 +29,7 @@ class Span:
     kind: str
 
 
-def find_spans(data: bytes, rules: RuleSet | None = None) -> list[Span]:
+def find_spans(data: bytes | bytearray, rules: RuleSet | None = None) -> list[Span]:
     """The secrets in ``data`` (byte offsets), sorted and merged.  Rules run in precedence order; a match
     that overlaps an earlier rule's widens what is removed but keeps the earlier rule's kind."""
     rules = rules or default_rules()
@@ -120,92 +123,89 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
 WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
 Run = tuple[int, int, bool]  # first and last line, and whether the first is only context
+Strip = Callable[[bytes], bytes]
 TAB_SLACK = 8  # a tab, four spaces here, took up to eight columns on the terminal
+STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
+# what str.strip removes and bytes.strip does not (bytes.strip: " \t\n\r\x0b\x0c")
+_WIDE_SPACE = re2.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
-def _stripped_lines(text: str) -> list[str]:
-    """The lines without their log prefixes, as the detector reads them (no mark left in their place)."""
-    return strip_prefixes(text, mark="").split("\n")
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]:
+    """The lines without their log prefixes, as the detector reads them (no mark left in their place),
+    in UTF-8; each one's length and each raw line's, in characters; whether one holds whitespace that
+    bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds one: the same lines as in
+    one pass), so no second copy of a long text is ever made whole."""
+    lines: list[bytes] = []
+    chars: list[int] = []
+    raw: list[int] = []
+    pos, wide = 0, False
+    while pos <= len(text):
+        cut = text.find("\n", pos + STRIP_CHUNK)
+        chunk = text[pos:] if cut < 0 else text[pos:cut]
+        raw += map(len, chunk.split("\n"))
+        stripped = strip_prefixes(chunk, mark="")
+        chars += map(len, stripped.split("\n"))
+        data = stripped.encode("utf-8")
+        wide = wide or _WIDE_SPACE.search(data) is not None
+        lines += data.split(b"\n")
+        pos = len(text) + 1 if cut < 0 else cut + 1
+    return lines, chars, raw, wide
+
+
+def _stripper(method: str, wide: bool) -> Strip:
+    """``str.strip``/``rstrip``/``lstrip`` on UTF-8 (through a str when a line holds wider whitespace)."""
+    wide_strip = lambda line: getattr(line.decode("utf-8"), method)().encode("utf-8")  # noqa: E731
+    return wide_strip if wide else getattr(bytes, method)
 
 
 def _remove(raw: list[str], pieces: list[tuple[int, str]], mark: str) -> bool:
     """Remove each (line, piece) from the raw lines (the first piece becomes ``mark``); False, and
     nothing changed, when a piece cannot be found."""
-    found = []
-    for n, (line_no, piece) in enumerate(pieces):
-        line = raw[line_no]
-        at = line.rfind(piece) if n == 0 else line.find(piece)
-        if at < 0:
-            return False
-        found.append(at)
-    for n, ((line_no, piece), at) in enumerate(zip(pieces, found, strict=True)):
-        line = raw[line_no]
-        raw[line_no] = line[:at] + (mark if n == 0 else "") + line[at + len(piece) :]
+    found = [raw[j].find(piece) if n else raw[j].rfind(piece) for n, (j, piece) in enumerate(pieces)]
+    if any(at < 0 for at in found):
+        return False
+    for n, ((j, piece), at) in enumerate(zip(pieces, found, strict=True)):
+        raw[j] = raw[j][:at] + ("" if n else mark) + raw[j][at + len(piece) :]
     return True
 
 
-def _runs(lines: list[str], raw: list[int]) -> list[Run]:
-    """(first, last) line of each run a terminal may have wrapped: a long line continues on the next
-    unless that one starts a new record (``ValueError:``, ``INFO ...``), as the detector joins them;
-    a terminal wraps at one width, so a line shorter than the one before it ends the run (the first
-    line may be wider, by a prefix the wrap did not count: a run is also read without its last line).
-    ``raw`` holds the length of each raw line (prefixes included)."""
+def _runs(joins: bytearray, steady: bytearray) -> list[Run]:
+    """(first, last) line of each run a terminal may have wrapped (``joins[k]``: line k continues on the
+    next, ``steady[k]``: also as a run's third line or later, see :func:`_joins`); a run is also read
+    without its last line (its first may be wider, by a prefix the wrap did not count)."""
     runs: list[Run] = []
-    k, n = 0, len(lines)
-    starts = _may_continue(lines, raw)  # the lines a run can start from, found without a Python loop
-    at = 0
-    while k < n - 1:
-        at = bisect.bisect_left(starts, k, at)
-        if at == len(starts):
-            break
-        k = starts[at]  # every line before it ends a run at once (last == k): skipped
-        last = k
-        while (
-            last < n - 1
-            and last - k + 1 < WRAP_WINDOW
-            and len(lines[last]) >= WRAP_MIN_LENGTH
-            and (last <= k + 1 or raw[last] + TAB_SLACK >= raw[last - 1])  # a shorter one ends it
-            and raw[last + 1] <= raw[last] + TAB_SLACK  # a wrap is never wider than its line
-            and lines[last + 1].strip()
-            and (
-                not is_record_start(lines[last + 1])
-                or wrapped_mid_record(raw[last], lines[last], lines[last + 1])
-            )
-        ):
-            last += 1
-        if last > k:
-            # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
-            context = k > 0 and (not runs or runs[-1][1] < k - 1)
-            runs.append((k - 1 if context else k, last, context))
-            if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
-                runs.append((k - 1 if context else k, last - 1, context))
-        k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
+    k, n = joins.find(1), len(joins) + 1
+    while k >= 0:
+        last = k + 1 if k + 1 >= n - 1 or not joins[k + 1] else k + 2
+        if last == k + 2:  # from the third line on, a line shorter than the one before it ends the run
+            stop = steady.find(0, last, min(n - 1, k + WRAP_WINDOW - 1))
+            last = min(n - 1, k + WRAP_WINDOW - 1) if stop < 0 else stop
+        # the line before names what follows (<mapboxToken>, "hf_token":): read with the run
+        context = k > 0 and (not runs or runs[-1][1] < k - 1)
+        runs.append((k - 1 if context else k, last, context))
+        if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
+            runs.append((k - 1 if context else k, last - 1, context))
+        k = joins.find(1, last if last - k + 1 >= WRAP_WINDOW else last + 1)
     return runs
 
 
-def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
-    """The lines k (before the last) that pass the length tests :func:`_runs` asks of a line before it
-    joins line k + 1: at least WRAP_MIN_LENGTH long, and the next raw line no wider than this one."""
-    wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
-    narrow = map(operator.le, raw_len[1:], map(operator.add, raw_len, itertools.repeat(TAB_SLACK)))
-    return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
-
-
-def _parts(lines: list[str], stripped: list[str], first: int, last: int) -> list[str]:
-    """Each line's part of a run: the first without its trailing space, the inner ones ``stripped``
-    (every line stripped), the last without its leading space."""
-    return [lines[first].rstrip(), *stripped[first + 1 : last], lines[last].lstrip()]
-
-
-def _layout(parts: list[str], first: int, glue: str) -> list[tuple[int, int, int, str]]:
-    """(start, end, line, text) of each part in the run joined with ``glue``."""
-    out: list[tuple[int, int, int, str]] = []
-    pos = 0
-    for n, part in enumerate(parts):
-        pos += len(glue) if n else 0
-        out.append((pos, pos + len(part), first + n, part))
-        pos += len(part)
-    return out
+def _joins(
+    chars: list[int], raw: list[int], stripped: list[bytes], lines: list[bytes]
+) -> tuple[bytearray, bytearray]:
+    """Whether each line k continues on the next, as the detector joins them (k is WRAP_MIN_LENGTH long,
+    the next raw line no wider, not empty, and no new record unless a wrap cut one mid-sentence), and
+    whether it does so as a run's third line or later too (a terminal wraps at one width: no shorter
+    than the line before it).  Every line at once, with C-level maps."""
+    wide = map(operator.ge, chars, itertools.repeat(WRAP_MIN_LENGTH))
+    narrow = map(operator.le, raw[1:], map(operator.add, raw, itertools.repeat(TAB_SLACK)))
+    joins = bytearray(map(operator.and_, map(operator.and_, wide, narrow), map(bool, stripped[1:])))
+    after = list(itertools.compress(itertools.count(1), joins))  # lines the one before may join: new records?
+    for j in itertools.compress(
+        after, map(_RECORD_START.match, map(bytes.decode, map(lines.__getitem__, after)))
+    ):
+        joins[j - 1] = wrapped_mid_record(raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8"))
+    steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
+    return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
 
 
 def _redact_wrapped(text: str, kinds: list[str]) -> str:
@@ -214,61 +214,60 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    raw_len = list(map(len, text.split("\n")))  # the raw lines themselves only if a piece is removed
-    lines = _stripped_lines(text)
-    if len(lines) != len(raw_len):
+    lines, chars, raw_len, wide = _stripped_lines(text)  # raw lines only if a piece is removed
+    strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
+    stripped = list(map(strip, lines))
+    runs = _runs(*_joins(chars, raw_len, stripped, lines))
+    if not runs or len(lines) != len(raw_len):
         return text
-    runs = _runs(lines, raw_len)
-    del raw_len
-    if not runs:
-        return text
+    nul_glued, nul_starts = _windows(lines, runs, stripped, rstrip, lstrip)
+    del lines, chars, raw_len, stripped  # a run's parts are read back from its window
     raw: list[str] | None = None
-    stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
-    nul_glued, sizes = _windows(lines, runs, stripped)
-    for glue in ("", " "):
-        data = nul_glued.replace(b"\0", glue.encode())
-        glued = map(operator.sub, sizes, (b - a for a, b, _c in runs)) if not glue else iter(sizes)
-        starts = list(itertools.accumulate(glued, initial=0))
-        starts[-1] -= 1  # no newline after the last run
-        ascii_only = len(data) == starts[-1]
+    for glue in (b"", b" "):
+        data = nul_glued.replace(b"\0", glue)  # each run's NULs gone: it starts that many bytes earlier
+        gone = itertools.accumulate((b - a for a, b, _c in runs), initial=0)
+        starts = nul_starts if glue else list(map(operator.sub, nul_starts, gone))
         for span in find_spans(data):
-            kind, start, end = span.kind, span.start, span.end
-            if not ascii_only:  # byte offsets to character offsets (matches are rare)
-                end = len(data[:end].decode("utf-8", "ignore"))
-                start = len(data[:start].decode("utf-8", "ignore"))
-            w = bisect.bisect_right(starts, start) - 1
-            s, e = start - starts[w], end - starts[w]
-            first, last, context = runs[w]
-            layout = _layout(_parts(lines, stripped, first, last), first, glue)
-            pieces = [(j, part[max(s, a) - a : min(e, b) - a]) for a, b, j, part in layout if a < e and s < b]
-            pieces = [(j, piece) for j, piece in pieces if piece]
+            w = bisect.bisect_right(starts, span.start) - 1
+            s, e = span.start - starts[w], span.end - starts[w]
+            first, _last, context = runs[w]
+            parts = bytes(nul_glued[nul_starts[w] : nul_starts[w + 1]]).removesuffix(b"\n").split(b"\0")
+            pos, pieces = 0, []
+            for n, part in enumerate(parts):  # each line's piece of the secret
+                if pos < e and (piece := part[max(s, pos) - pos : e - pos]):
+                    pieces.append((first + n, piece.decode("utf-8")))
+                pos += len(part) + len(glue)
             if len(pieces) < 2 or (context and pieces[0][0] == first):
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
             if raw is None:
                 raw = text.split("\n")
-            if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
-                kinds.append(kind)
+            if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
+                kinds.append(span.kind)
     return text if raw is None else "\n".join(raw)
 
 
-def _windows(lines: list[str], runs: list[Run], stripped: list[str]) -> tuple[bytes, list[int]]:
-    """The runs' lines joined with NUL (gone since :func:`visible`: the caller puts each glue in its
-    place), one run per line, as UTF-8, and each run's length in characters plus one; each run encoded
-    on its own, so the joined text is never one str (two bytes a character once one is not Latin-1)."""
-    chars: list[int] = []
-    chunks: list[bytes] = []
+def _windows(
+    lines: list[bytes], runs: list[Run], stripped: list[bytes], rstrip: Strip, lstrip: Strip
+) -> tuple[bytearray, list[int]]:
+    """Each run's first line without its trailing space, inner ones stripped, last without its leading
+    space, joined with NUL (gone since :func:`visible`: the caller puts each glue in its place), one run
+    per line, and where each run starts."""
+    starts = [0]
+    out = bytearray()
     for a, b, _c in runs:
-        window = "\0".join(_parts(lines, stripped, a, b))
-        chars.append(len(window) + 1)
-        chunks.append(window.encode("utf-8"))
-    return b"\n".join(chunks), chars
+        out += b"\0".join([rstrip(lines[a]), *stripped[a + 1 : b], lstrip(lines[b])])
+        out += b"\n"
+        starts.append(len(out))
+    del out[-1:]  # no newline after the last run
+    starts[-1] -= 1
+    return out, starts
 
 
 def _redact_key_blocks(text: str, kinds: list[str]) -> str:
     """A private key whose every line carries a log prefix (``app-1  | MIIE...``): found in the
     prefix-stripped lines, and its base64 removed from each raw line."""
     raw = text.split("\n")
-    lines = _stripped_lines(text)
+    lines = strip_prefixes(text, mark="").split("\n")
     if len(lines) != len(raw):
         return text
     rule = next(r for r in default_rules().rules if r.id == "private-key")

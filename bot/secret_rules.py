@@ -169,14 +169,14 @@ class RuleSet:
             raise re2.error("the secret rules' keywords do not fit an RE2 Set")
         self._regex_sets: dict[tuple[int, ...], Any] = {}
 
-    def candidates(self, data: bytes) -> list[int]:
+    def candidates(self, data: bytes | bytearray) -> list[int]:
         """Indexes of the rules one of whose keywords is in ``data``, in precedence order."""
         hits = set(self._always)
         for k in self._set.Match(data) or ():
             hits.update(self._by_keyword[self._keywords[k]])
         return sorted(hits)
 
-    def matching(self, data: bytes) -> list[int]:
+    def matching(self, data: bytes | bytearray) -> list[int]:
         """The candidates whose regex matches somewhere in ``data``.  On a long text that is one pass of an
         RE2 Set of their regexes and ``\\z``, which matches every text: an answer without it means the
         Set's DFA ran out of memory, and every candidate is searched (as when RE2 cannot build the Set)."""
