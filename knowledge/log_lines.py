@@ -15,15 +15,20 @@ from pathlib import Path
 
 import re2
 
-from knowledge.cache import load_yaml
+from knowledge.cache import cached, code_digest, content_key, load_yaml
+from knowledge.validate import STRICT, validate
 
 _FILE = Path(__file__).with_name("log_lines.yaml")
 MAX_HITS = 256  # matching lines read from one paste (a log prints each of these messages a few times)
 MESSAGE_CHARS = 200  # characters after "[file.py:line] " searched for a message stem
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LogLine:
+    """One message printed from one source line in a range of releases."""
+
+    __pydantic_config__ = STRICT
+
     stem: str  # text every release's message holds
     file: str  # the basename the log prints
     line: int
@@ -31,10 +36,19 @@ class LogLine:
     until: str | None = None  # first release that no longer does; None: the newest release read still does
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LogLineTable:
+    """knowledge/log_lines.yaml: every release read and the lines each prints."""
+
+    __pydantic_config__ = STRICT
+
     releases: tuple[str, ...]  # every release read, oldest first
     lines: tuple[LogLine, ...]
+
+    def __post_init__(self) -> None:
+        for row in self.lines:
+            if row.since not in self.releases or (row.until is not None and row.until not in self.releases):
+                raise ValueError(f"{row} names a release outside 'releases'")
 
     def span(self, row: LogLine) -> frozenset[int]:
         """The indexes in ``releases`` of the releases printing ``row``."""
@@ -57,23 +71,14 @@ class ReleaseRange:
         return low if low == self.last else f"{low}-{self.last}"
 
 
-def _load(data: object) -> LogLineTable:
-    if not isinstance(data, dict) or not isinstance(data.get("releases"), list):
-        raise ValueError(f"{_FILE.name}: a mapping with 'releases' and 'lines' expected")
-    releases = tuple(str(r) for r in data["releases"])
-    rows = []
-    for raw in data.get("lines") or []:
-        row = LogLine(str(raw["stem"]), str(raw["file"]), int(raw["line"]), str(raw["since"]),
-                      str(raw["until"]) if raw.get("until") else None)  # fmt: skip
-        if row.since not in releases or (row.until is not None and row.until not in releases):
-            raise ValueError(f"{_FILE.name}: {row} names a release outside 'releases'")
-        rows.append(row)
-    return LogLineTable(releases, tuple(rows))
+_CODE = code_digest(Path(__file__).resolve())
 
 
 @lru_cache(maxsize=1)
 def log_line_table() -> LogLineTable:
-    return _load(load_yaml(_FILE.read_bytes()))
+    data = _FILE.read_bytes()
+    key = content_key("log-lines", [(_FILE.name, data)], _CODE)
+    return cached(key, lambda: validate(LogLineTable, load_yaml(data)), LogLineTable)
 
 
 @lru_cache(maxsize=1)

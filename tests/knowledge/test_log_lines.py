@@ -12,6 +12,7 @@ import re2
 
 from knowledge import log_lines
 from knowledge.log_lines import MAX_HITS, ReleaseRange, log_line_table, release_range
+from knowledge.validate import validate
 from tests.conftest import CORPUS, ROOT, wild_log
 
 # the paste's own version: V1's "Initializing a V1 LLM engine (v0.24.0)", V0's, the API server's
@@ -160,12 +161,13 @@ def test_the_table_is_well_formed():
 
 
 def test_a_row_naming_an_unread_release_is_refused():
+    row = {"stem": "x", "file": "a.py", "line": 1, "since": "0.2.0"}
     with pytest.raises(ValueError, match="outside 'releases'"):
-        log_lines._load(
-            {"releases": ["0.1.0"], "lines": [{"stem": "x", "file": "a.py", "line": 1, "since": "0.2.0"}]}
-        )
-    with pytest.raises(ValueError, match="mapping"):
-        log_lines._load(["not", "a", "table"])
+        validate(log_lines.LogLineTable, {"releases": ["0.1.0"], "lines": [row]})
+    with pytest.raises(ValueError, match="Unexpected keyword argument"):
+        validate(log_lines.LogLineTable, {"releases": ["0.2.0"], "lines": [{**row, "lines": 2}]})
+    with pytest.raises(ValueError, match="Input should be a dictionary"):
+        validate(log_lines.LogLineTable, ["not", "a", "table"])
 
 
 def _generator():
