@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, overload
+from typing import Any
 
 import re2
 
+from bot.literals import required_all
 from bot.normalize import Normalized, normalize
 from bot.numbers import parse_int, parse_number, parse_token_count
 from knowledge import KnowledgeBase, load_builtin
@@ -131,25 +132,16 @@ def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
 
 
 class LazyPatterns(Sequence[Any]):
-    """The bank's patterns by id, each compiled on first use: a paste touches the few patterns the
-    Set found, so a start does not compile all of them (iterating compiles every one)."""
+    """The bank's patterns by id, each compiled on first use (iterating compiles every one)."""
 
-    def __init__(self) -> None:
-        self._sources: list[str] = []
-        self._compiled: list[Any] = []
-
-    def append(self, pattern: str) -> None:
-        self._sources.append(pattern)
-        self._compiled.append(None)
+    def __init__(self, sources: list[str]) -> None:
+        self._sources = sources
+        self._compiled: list[Any] = [None] * len(sources)
 
     def __len__(self) -> int:
         return len(self._sources)
 
-    @overload
-    def __getitem__(self, index: int) -> Any: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Any]: ...
-    def __getitem__(self, index: int | slice) -> Any:
+    def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         found = self._compiled[index]
@@ -158,54 +150,97 @@ class LazyPatterns(Sequence[Any]):
         return found
 
 
-class PatternBank:
-    """Every pattern of a knowledge base, compiled once, plus an RE2 Set that finds in one pass over a
-    view which of them match anywhere; only those are then searched one by one.
+def _search_set(patterns: list[str], max_mem: int, case_sensitive: bool = True) -> tuple[Any, int]:
+    """An RE2 Set of the patterns plus the sentinel ``\\z`` (its id returned); None if RE2 cannot build it."""
+    options = re2.Options()
+    options.max_mem, options.log_errors, options.case_sensitive = max_mem, False, case_sensitive
+    found = re2.Set.SearchSet(options)
+    try:
+        for pattern in patterns:
+            found.Add(pattern)
+        sentinel = found.Add(PatternBank.SENTINEL)
+        found.Compile()
+    except re2.error:
+        return None, -1
+    return found, sentinel
 
-    The Set also holds a sentinel, ``\\z``, which matches every text: RE2's ``Set::Match`` answers
+
+class PatternBank:
+    """Every pattern of a knowledge base, each compiled on first use, and what finds the few worth
+    searching in a view: the patterns whose required literal (bot/literals.py) it holds, found by one
+    case-insensitive RE2 Set of those literals; in a long view, narrowed to the patterns that match
+    anywhere by RE2 Sets of CHUNK patterns each (one DFA over all of them thrashes on near-misses),
+    each compiled the first time one of its patterns is a candidate.
+
+    Every Set also holds a sentinel, ``\\z``, which matches every text: RE2's ``Set::Match`` answers
     "no match" both when nothing matched and when its DFA ran out of memory, so a result without the
-    sentinel means the pass failed, and every pattern is then searched (never "no finding")."""
+    sentinel means the pass failed, and every candidate is then searched (never "no finding")."""
 
     SET_MAX_MEM = 256 << 20
     SENTINEL = r"\z"
+    CHUNK = 64
+    LONG_VIEW = 64 << 10  # bytes: a shorter view is searched candidate by candidate
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
-        self.compiled: Sequence[Any] = LazyPatterns()
-        self._set: Any = None
-        self._sentinel = -1
+        self.compiled: Sequence[Any] = LazyPatterns([])
+        self._chunks: dict[int, tuple[Any, int]] = {}
+        self._by_literal: list[tuple[int, ...]] = []
+        self._always: frozenset[int] = frozenset()
+        self._literals: tuple[Any, int] = (None, -1)
 
     def add(self, pattern: str) -> int:
         """The pattern's id (validated by the knowledge schema, which compiles every pattern)."""
-        if pattern not in self._ids:
-            self._ids[pattern] = len(self._ids)
-            assert isinstance(self.compiled, LazyPatterns)
-            self.compiled.append(pattern)
-        return self._ids[pattern]
+        return self._ids.setdefault(pattern, len(self._ids))
 
     def freeze(self) -> None:
-        options = re2.Options()
-        options.max_mem = self.SET_MAX_MEM
-        options.log_errors = False
-        candidate = re2.Set.SearchSet(options)
-        try:
-            for pattern in self._ids:
-                candidate.Add(pattern)
-            self._sentinel = candidate.Add(self.SENTINEL)
-            candidate.Compile()
-        except re2.error:
-            candidate = None  # fall back to searching every pattern
-        self._set = candidate
+        sources = list(self._ids)
+        self.compiled = LazyPatterns(sources)
+        owners: dict[str, list[int]] = {}
+        for pid, needed in enumerate(required_all(sources)):
+            for literal in needed or [""]:
+                owners.setdefault(literal, []).append(pid)
+        self._always = frozenset(owners.pop("", ()))
+        self._by_literal = [tuple(ids) for ids in owners.values()]
+        literals = [re2.escape(lit) for lit in owners]
+        self._literals = _search_set(literals, 64 << 20, False) if literals else (None, -1)
 
     def scan(self, norm: Normalized) -> list[frozenset[int] | None]:
-        """Per view, the ids of the patterns that match it (None: unknown, search them all)."""
+        """Per view, the ids of the patterns that may match it (None: unknown, search them all)."""
         return [self._scan_one(view.data) for view in norm.views]
 
-    def _scan_one(self, data: bytes) -> frozenset[int] | None:
-        if self._set is None:
+    def candidates(self, data: bytes) -> frozenset[int] | None:
+        literals, sentinel = self._literals
+        if literals is None:
+            return None if self._by_literal else self._always
+        found = literals.Match(data) or ()
+        if sentinel not in found:
             return None
-        found = frozenset(self._set.Match(data) or ())
-        return found if self._sentinel in found else None  # no sentinel: the pass itself failed
+        by_literal = self._by_literal
+        return self._always.union(*(by_literal[i] for i in found if i != sentinel))
+
+    def _scan_one(self, data: bytes) -> frozenset[int] | None:
+        ids = self.candidates(data)
+        if ids is None or len(data) < self.LONG_VIEW:
+            return ids
+        hits: set[int] = set()
+        for chunk in sorted({pid // self.CHUNK for pid in ids}):
+            hits.update(self._chunk_hits(chunk, data, ids))
+        return frozenset(hits)
+
+    def chunk_set(self, chunk: int) -> tuple[Any, int]:
+        if chunk not in self._chunks:
+            first = chunk * self.CHUNK
+            self._chunks[chunk] = _search_set(list(self._ids)[first : first + self.CHUNK], self.SET_MAX_MEM)
+        return self._chunks[chunk]
+
+    def _chunk_hits(self, chunk: int, data: bytes, ids: frozenset[int]) -> Any:
+        first = chunk * self.CHUNK
+        found, sentinel = self.chunk_set(chunk)
+        matched = (found.Match(data) or ()) if found is not None else ()
+        if sentinel not in matched:  # the pass failed: every candidate of the chunk is searched
+            return ids.intersection(range(first, first + self.CHUNK))
+        return (first + i for i in matched if i != sentinel)
 
 
 class Detector:
