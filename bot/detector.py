@@ -142,8 +142,6 @@ class LazyPatterns(Sequence[Any]):
         return len(self._sources)
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
         found = self._compiled[index]
         if found is None:
             found = self._compiled[index] = re2.compile(self._sources[index])
@@ -175,7 +173,7 @@ class PatternBank:
 
     Every Set also holds a sentinel, ``\\z``, which matches every text: RE2's ``Set::Match`` answers
     "no match" both when nothing matched and when its DFA ran out of memory, so a result without the
-    sentinel means the pass failed, and every candidate is then searched (never "no finding")."""
+    sentinel means the pass failed, and every pattern it covers is then searched (never "no finding")."""
 
     SET_MAX_MEM = 256 << 20
     SENTINEL = r"\z"
@@ -203,33 +201,24 @@ class PatternBank:
                 owners.setdefault(literal, []).append(pid)
         self._always = frozenset(owners.pop("", ()))
         self._by_literal = [tuple(ids) for ids in owners.values()]
-        literals = [re2.escape(lit) for lit in owners]
-        self._literals = _search_set(literals, 64 << 20, False) if literals else (None, -1)
+        self._literals = _search_set([re2.escape(lit) for lit in owners], 64 << 20, case_sensitive=False)
 
     def scan(self, norm: Normalized) -> list[frozenset[int] | None]:
         """Per view, the ids of the patterns that may match it (None: unknown, search them all)."""
         return [self._scan_one(view.data) for view in norm.views]
 
     def candidates(self, data: bytes) -> frozenset[int] | None:
-        literals, sentinel = self._literals
-        if literals is None:
-            return None if self._by_literal else self._always
-        found = literals.Match(data) or ()
-        if sentinel not in found:
-            return None
-        by_literal = self._by_literal
-        return self._always.union(*(by_literal[i] for i in found if i != sentinel))
+        found = _matches(self._literals, data)
+        return None if found is None else self._always.union(*(self._by_literal[i] for i in found))
 
     def _scan_one(self, data: bytes) -> frozenset[int] | None:
         if len(data) < self.LONG_VIEW:
             return self.candidates(data)
         hits: set[int] = set()
         for first in range(0, len(self._ids), self.CHUNK):
-            found, sentinel = self.chunk_set(first // self.CHUNK)
-            matched = (found.Match(data) or ()) if found is not None else ()
-            if sentinel not in matched:  # the pass failed: every pattern of the chunk is searched
-                hits.update(range(first, min(first + self.CHUNK, len(self._ids))))
-            hits.update(first + i for i in matched if i != sentinel)
+            found = _matches(self.chunk_set(first // self.CHUNK), data)
+            every = range(first, min(first + self.CHUNK, len(self._ids)))  # searched when the pass failed
+            hits.update(every if found is None else (first + i for i in found))
         return frozenset(hits)
 
     def chunk_set(self, chunk: int) -> tuple[Any, int]:
@@ -237,6 +226,13 @@ class PatternBank:
             first = chunk * self.CHUNK
             self._chunks[chunk] = _search_set(list(self._ids)[first : first + self.CHUNK], self.SET_MAX_MEM)
         return self._chunks[chunk]
+
+
+def _matches(built: tuple[Any, int], data: bytes) -> list[int] | None:
+    """The ids a Set matched in ``data``; None when its pass failed (no sentinel) or it was not built."""
+    found, sentinel = built
+    matched = (found.Match(data) or ()) if found is not None else ()
+    return [i for i in matched if i != sentinel] if sentinel in matched else None
 
 
 class Detector:
@@ -367,15 +363,7 @@ def _rank(findings: list[Finding], kb: KnowledgeBase) -> list[Finding]:
     return kept
 
 
-_INT_FIELDS = {
-    "tp",
-    "pp",
-    "gpu_count",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "n_parallel",
-    "n_gpu_layers",
-}
+_INT_FIELDS = set("tp pp gpu_count max_num_seqs max_num_batched_tokens n_parallel n_gpu_layers".split())
 _FLOAT_FIELDS = {"gpu_total_gib", "compute_capability"}
 _RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of the GPU: (0, 1]
 _TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length", "max_total_tokens", "max_input_tokens"}

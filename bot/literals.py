@@ -1,12 +1,8 @@
-"""The literals a pattern cannot match without: for a paste, only the patterns whose literal is in it
-are compiled and run (a one-line paste compiles a handful, not all ~450).
-
-``required(p)`` is a set of lower-case ASCII strings of which every match of ``p`` contains one; empty
-when none is known (the pattern is then always a candidate).  Read from Python's own parse of the
-pattern (RE2's syntax, ``\\z`` and ``\\x{...}`` spelled the Python way); a construct the two engines
-read differently (POSIX classes) or Python cannot parse gives no literal.  Compared in lower case
-against text already NFKC-folded (bot/normalize.py), where only ASCII letters case-fold to ASCII.
-"""
+"""The literals a pattern cannot match without, so a paste compiles and runs only the patterns whose
+literal it holds.  Read from Python's parse of the pattern (RE2's ``\\z`` and ``\\x{...}`` respelled);
+a construct the engines read differently (POSIX classes) or Python cannot parse gives none (always a
+candidate).  Lower-case ASCII, for a case-insensitive search of NFKC-folded text (bot/normalize.py),
+where only ASCII letters case-fold to ASCII."""
 
 from __future__ import annotations
 
@@ -19,8 +15,7 @@ from knowledge.cache import cached, code_digest, content_key
 
 _CODE = code_digest(Path(__file__))
 _ESCAPE = re.compile(r"\\(x\{[0-9a-fA-F]{1,6}\}|.)", re.S)
-# "[[:alpha:]]" is a class in RE2, a class "[[:alph" and a literal "a]" in Python
-_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")
+_POSIX_CLASS = re.compile(r"\[:\^?[a-z]+:\]")  # RE2's "[[:alpha:]]"; Python: "[[:alph" then "a]"
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
 
@@ -32,31 +27,25 @@ def _python_syntax(m: re.Match[str]) -> str:
 
 
 def _best(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
-    """The requirement that lets fewer texts through: the one whose shortest literal is longer."""
-    if not a or not b:
-        return a or b
-    return b if min(map(len, b)) > min(map(len, a)) else a
+    """Of two requirements, the one whose shortest literal is longer (it lets fewer texts through)."""
+    return a or b if not a or not b else b if min(map(len, b)) > min(map(len, a)) else a
 
 
 def _need(items) -> frozenset[str] | None:
+    """Strings of which every match of the parsed items holds one; None: no requirement known."""
     best: frozenset[str] | None = None
     run: list[str] = []
     for op, arg in [*items, (None, None)]:
         if op is sre.LITERAL and arg < 128:
             run.append(chr(arg).lower())
             continue
-        if run:
-            best, run = _best(best, frozenset(["".join(run)])), []
-        if op is sre.SUBPATTERN:
-            best = _best(best, _need(arg[3]))
-        elif op is sre.ATOMIC_GROUP:
-            best = _best(best, _need(arg))
+        best, run = (_best(best, frozenset(["".join(run)])) if run else best), []
+        if op is sre.SUBPATTERN or op is sre.ATOMIC_GROUP:
+            best = _best(best, _need(arg[3] if op is sre.SUBPATTERN else arg))
         elif op in _REPEATS and arg[0] >= 1:
             best = _best(best, _need(arg[2]))
-        elif op is sre.BRANCH:
-            branches = [_need(b) for b in arg[1]]
-            if all(branches):
-                best = _best(best, frozenset().union(*branches))  # type: ignore[arg-type]
+        elif op is sre.BRANCH and all(branches := [_need(b) for b in arg[1]]):
+            best = _best(best, frozenset().union(*branches))  # type: ignore[arg-type]
     return best
 
 
