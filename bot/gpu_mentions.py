@@ -57,7 +57,7 @@ def _smi(data: bytes) -> GpuMention | None:
 
 def _device_list(data: bytes) -> GpuMention | None:
     listed = _LLAMA_DEVICE.finditer(data) if b"Device " in data else ()
-    devices = {int(m.group(1)): m.group(2).decode().strip() for m in listed}
+    devices = {int(m.group(1)): m.group(2).decode("utf-8", "replace").strip() for m in listed}
     m = _CUDA_DEVICES.search(data)
     count = int(m.group(1)) if m else (len(devices) or None)
     if not devices:
@@ -87,8 +87,7 @@ def _prose(text: str) -> GpuMention | None:
 
 
 def gpu_mentions(text: str) -> list[GpuMention]:
-    """Every way the paste names its GPUs, most reliable first.  The whole-text patterns search the
-    UTF-8 bytes, encoded once (RE2 would otherwise encode a ``str`` on every call and map every
-    match's offsets back to characters)."""
+    """Every way the paste names its GPUs, most reliable first (the whole-text passes read its UTF-8
+    bytes, encoded once: RE2 encodes a ``str`` on every call and maps match offsets back)."""
     data = text.encode("utf-8", "surrogatepass")
     return [g for g in (_smi(data), _device_list(data), _prose(text)) if g is not None]
