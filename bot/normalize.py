@@ -24,12 +24,11 @@ import bisect
 import re
 import unicodedata
 from array import array
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
-from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, gt, methodcaller, ne, sub
+from itertools import accumulate, repeat
+from operator import add
 
 import re2
 
@@ -115,6 +114,11 @@ _MARK = "\x02"
 
 WRAP_MIN_LENGTH = 60
 TERMINAL_WRAP = 80
+# lines that may continue the line before: not prefixed, after a line that is not empty (and, when the
+# paste has no prefixes, at least WRAP_MIN_LENGTH long).  Run on the marked text before trailing blanks
+# are cut, so this is a superset; each candidate is then checked exactly.
+_CANDIDATE_ANY = re.compile("\n(?=[^\x02\n])(?<=[^\n]\n)")
+_CANDIDATE_LONG = re.compile(f"\n(?=[^\x02\n])(?<=[^\n]{{{WRAP_MIN_LENGTH}}}\n)")
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
 _RECORD_WORDS = tuple('Traceback|File "|During handling|The above exception|INFO|ERROR|WARN|DEBUG'.split("|"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
@@ -254,12 +258,11 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 def normalize(data: bytes | str) -> Normalized:
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
-    marked = strip_prefixes(raw_text).split("\n")  # a mark only ever starts a line
-    prefixed = list(map(methodcaller("startswith", _MARK), marked))
-    lines = list(map(str.rstrip, map(methodcaller("lstrip", _MARK), marked) if any(prefixed) else marked))
-    del marked
-    joins = _find_joins(lines, prefixed, raw_text)
-    del raw_text
+    marked = strip_prefixes(raw_text)
+    any_prefixed = _MARK in marked
+    lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
+    joins = _find_joins(lines, any_prefixed, marked, raw_text)
+    del marked, raw_text
     views = [View.build(lines, range(len(lines)))]
     if joins:
         groups = _join_groups(joins)
@@ -268,47 +271,43 @@ def normalize(data: bytes | str) -> Normalized:
     return Normalized(tuple(views))
 
 
-def _find_joins(cleaned: list[str], prefixed: list[bool], raw_text: str) -> list[int]:
-    """The physical lines that continue the line before them (a hard wrap), in order: not prefixed and
-    not empty, after a line that is not empty (and, when the paste has no prefixes, at least
-    WRAP_MIN_LENGTH long), and not a record start unless wrapped mid-record.  The first tests are
-    C-level maps over every line; Python runs only for the candidates."""
-    filled = list(map(bool, cleaned))
-    before = filled if any(prefixed) else list(map(WRAP_MIN_LENGTH.__le__, map(len, cleaned)))
-    ok = map(and_, map(gt, filled[1:], prefixed[1:]), before)  # gt: filled, not prefixed
-    candidates = list(compress(range(1, len(cleaned)), ok))
-    starts = map(_RECORD_START.match, map(cleaned.__getitem__, candidates))
+def _find_joins(cleaned: list[str], any_prefixed: bool, marked: str, raw_text: str) -> list[int]:
+    """The physical lines that continue the line before them (a hard wrap), in order.  Candidates come
+    from a pattern on the marked text, which already leaves out prefixed lines."""
+    candidates = (_CANDIDATE_ANY if any_prefixed else _CANDIDATE_LONG).finditer(marked)
     raw_lengths: array | None = None
     joins: list[int] = []
-    for line, start in zip(candidates, starts, strict=True):
-        if start is not None:
+    line, pos = 0, 0
+    for m in candidates:
+        line += marked.count("\n", pos, m.start()) + 1
+        pos = m.end()
+        text, prev = cleaned[line], cleaned[line - 1]
+        if not text or not prev:
+            continue
+        if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
+            continue
+        if is_record_start(text):
             if raw_lengths is None:
                 raw_lengths = array("q", map(len, raw_text.split("\n")))
-            if not wrapped_mid_record(raw_lengths[line - 1], cleaned[line - 1], cleaned[line]):
+            if not wrapped_mid_record(raw_lengths[line - 1], prev, text):
                 continue
         joins.append(line)
     return joins
 
 
 def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
-    """(first, last) physical line of every logical line made of more than one physical line: a run of
-    consecutive joins starts where a join does not follow the one before, and ends where the next
-    does not follow it (C-level maps, no Python loop per join)."""
-    breaks = list(map(ne, joins[1:], map((1).__add__, joins)))  # joins[k + 1] does not follow joins[k]
-    firsts = compress(joins, [True, *breaks])
-    return list(zip(map((-1).__add__, firsts), compress(joins, [*breaks, True]), strict=True))
+    """(first, last) physical line of every logical line made of more than one physical line."""
+    groups: list[tuple[int, int]] = []
+    for i in joins:
+        if groups and groups[-1][1] == i - 1:
+            groups[-1] = (groups[-1][0], i)
+        else:
+            groups.append((i - 1, i))
+    return groups
 
 
 def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
-    """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view.  Built
-    by C-level maps: every grouped line in order, the continuations left-stripped, ``glue`` after each
-    line but a group's last, which gets a newline."""
-    firsts, lasts = zip(*groups, strict=True)
-    sizes = list(map(sub, lasts, map((-1).__add__, firsts)))
-    texts = list(map(lines.__getitem__, chain.from_iterable(map(range, firsts, map((1).__add__, lasts)))))
-    stripped = list(map(str.lstrip, texts))
-    at_first = list(accumulate(sizes, initial=0))[:-1]
-    deque(map(stripped.__setitem__, at_first, map(texts.__getitem__, at_first)), maxlen=0)
-    seps = [glue] * len(texts)
-    deque(map(seps.__setitem__, map((-1).__add__, accumulate(sizes)), repeat("\n")), maxlen=0)
-    return View(firsts, _ENCODE("".join(chain.from_iterable(zip(stripped, seps, strict=True)))[:-1]))
+    """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
+    strip = str.lstrip
+    logical = [glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in groups]
+    return View.build(logical, tuple(a for a, _b in groups))
