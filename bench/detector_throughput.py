@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from _machine import describe  # noqa: E402
 
-from bot.detector import default_detector  # noqa: E402
+from bot.detector import Detector, default_detector  # noqa: E402
 from bot.normalize import normalize  # noqa: E402
 
 CORPUS = next(
@@ -127,8 +128,17 @@ def against_frozen(mib: int, runs: int = 3) -> None:
     from knowledge import load_builtin
     from tests.bot.frozen import detector_v0
 
-    new, old = default_detector(), detector_v0.Detector(load_builtin())
+    kb = load_builtin()
+    new, old = default_detector(), detector_v0.Detector(kb)
     print(describe())
+    starts: dict[str, list[float]] = {"new": [], "frozen": []}
+    for _ in range(7):  # a start: the detector built, then a one-line paste (what a CLI triage pays)
+        for key, build in (("new", Detector), ("frozen", detector_v0.Detector)):
+            start = time.perf_counter()
+            build(kb).detect("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+            starts[key].append(time.perf_counter() - start)
+    first, frozen_first = (statistics.median(starts[k]) * 1000 for k in ("new", "frozen"))
+    print(f"start + one-line detect(): {first:.1f} ms, frozen {frozen_first:.1f} ms (medians of 7)")
     for name, make in shapes(mib << 20).items():
         text = make()
         best = {"new": float("inf"), "frozen": float("inf")}
