@@ -3,6 +3,10 @@ scan done by GNU grep -P with the same patterns (the reference: one grep per pat
 
 Targets: a 10 MiB paste triaged well under a second; within 3x of the grep reference.
 Run: .venv/bin/python bench/detector_throughput.py [MiB]
+
+With ``--against-frozen [MiB]``: in-process ``detect()`` on every shape of bench/detector_vs_grep.py
+next to the frozen copy of the algorithm before issue 16 (tests/bot/frozen/), runs alternating (best
+of 3 each, so both see the same load), and the two must give the same views and findings.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from _machine import describe  # noqa: E402
 
-from bot.detector import default_detector  # noqa: E402
+from bot.detector import Detector, default_detector  # noqa: E402
 from bot.normalize import normalize  # noqa: E402
 
 CORPUS = next(
@@ -115,7 +120,47 @@ def run_grep(text: str, patterns: list[str], timeout: float = 60.0) -> tuple[flo
     return time.perf_counter() - start, matched
 
 
+def against_frozen(mib: int, runs: int = 3) -> None:
+    from dataclasses import asdict
+
+    from detector_vs_grep import shapes
+
+    from knowledge import load_builtin
+    from tests.bot.frozen import detector_v0
+
+    kb = load_builtin()
+    new, old = default_detector(), detector_v0.Detector(kb)
+    print(describe())
+    starts: dict[str, list[float]] = {"new": [], "frozen": []}
+    for _ in range(7):  # a start: the detector built, then a one-line paste (what a CLI triage pays)
+        for key, build in (("new", Detector), ("frozen", detector_v0.Detector)):
+            start = time.perf_counter()
+            build(kb).detect("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+            starts[key].append(time.perf_counter() - start)
+    first, frozen_first = (statistics.median(starts[k]) * 1000 for k in ("new", "frozen"))
+    print(f"start + one-line detect(): {first:.1f} ms, frozen {frozen_first:.1f} ms (medians of 7)")
+    for name, make in shapes(mib << 20).items():
+        text = make()
+        best = {"new": float("inf"), "frozen": float("inf")}
+        results = {}
+        for _ in range(runs):
+            for key, det in (("new", new), ("frozen", old)):
+                start = time.perf_counter()
+                results[key] = det.detect(text)
+                best[key] = min(best[key], time.perf_counter() - start)
+        same = [(v.data, list(v.first_physical)) for v in results["new"].normalized.views] == [
+            (v.data, list(v.first_physical)) for v in results["frozen"].normalized.views
+        ] and [asdict(f) for f in results["new"].findings] == [asdict(f) for f in results["frozen"].findings]
+        print(
+            f"{name:16} {mib} MiB: detect() {best['new']:.3f} s, frozen {best['frozen']:.3f} s, "
+            f"ratio {best['new'] / best['frozen']:.2f} | same views and findings: {same}"
+        )
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--against-frozen"]:
+        against_frozen(int(sys.argv[2]) if len(sys.argv) > 2 else 10)
+        return
     mib = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     size = mib * 1024 * 1024
     print(describe())

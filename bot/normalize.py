@@ -188,11 +188,6 @@ class View:
 class Normalized:
     views: tuple[View, ...]  # [0] = physical lines, then wrap-joined views (if any line was joined)
 
-    @cached_property
-    def lines(self) -> tuple[str, ...]:
-        """The cleaned physical lines (split from the plain view on first use, not kept twice)."""
-        return tuple(self.views[0].text.split("\n"))
-
 
 def clean_text(text: str) -> str:
     """Invisible characters removed, look-alikes folded, line ends and tabs made plain; each step only

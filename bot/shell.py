@@ -216,10 +216,13 @@ def find_command(text: str) -> Command | None:
     """The last command the paste shows being run (the one that failed), else a ``LLM(...)`` call."""
     if len(text) > 4 * 1024 * 1024:
         text = text[-4 * 1024 * 1024 :]
-    lines = text.split("\n")
+    data = text.encode("utf-8", "surrogatepass")  # searched once as bytes; lines split at the first hit
+    lines: list[str] = []
     found: Command | None = None
-    for m in _COMMAND_START.finditer(text):
-        line_no = text.count("\n", 0, m.start())
+    line_no, pos = 0, 0
+    for m in _COMMAND_START.finditer(data):
+        line_no, pos = line_no + data.count(b"\n", pos, m.start()), m.start()
+        lines = lines or text.split("\n")
         joined, _end = _joined(lines, line_no)
         command = _from_line(joined[:MAX_COMMAND_CHARS], line_no)
         if command is not None:

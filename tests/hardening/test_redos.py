@@ -28,7 +28,9 @@ INPUTS = redos_inputs(SIZE)
 def test_every_pattern_is_compiled_by_re2():
     det = default_detector()
     assert det.bank.compiled and all(isinstance(p, re2._Regexp) for p in det.bank.compiled)
-    assert det.bank._set is not None  # the one-pass prefilter compiled within its memory budget
+    # the literal prefilter and every chunk's one-pass Set compiled within their memory budget
+    chunks = range(len(det.bank.compiled) // det.bank.CHUNK + 1)
+    assert det.bank._literals[0] is not None and all(det.bank.chunk_set(c)[0] for c in chunks)
     assert all(isinstance(r.pattern, re2._Regexp) for r in default_rules().rules)
     assert all(
         isinstance(p, re2._Regexp) for p in (numbers._THOUSANDS, numbers._DECIMAL_COMMA, numbers._PLAIN)

@@ -1,0 +1,372 @@
+"""Frozen copy (issue 16 equivalence check) of the module at 809767d. Find the errors that matter in a paste, with their numbers and the context around them.
+
+Each signature's patterns are tried on the physical-line view first and then on the wrap-joined views;
+the first match per signature becomes a :class:`Finding`.  Findings are ranked: errors before
+warnings before informational memory reports, then by the signature's priority, then by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, overload
+
+import re2
+
+from bot.numbers import parse_int, parse_number, parse_token_count
+from knowledge import KnowledgeBase, load_builtin
+from knowledge.loader import LoadedSignature
+from tests.bot.frozen.normalize_v0 import Normalized, normalize
+
+# bytes per printed unit: b, bytes, then kb/mb/gb/tb (powers of 1000) and kib/mib/gib/tib (of 1024)
+_MEM_FACTORS = {"b": 1, "bytes": 1} | {f"{p}b": 1000**n for n, p in enumerate("kmgt", 1)}
+_MEM_FACTORS |= {f"{p}ib": 1 << (10 * n) for n, p in enumerate("kmgt", 1)}
+_TARGET = {"_gib": 1 << 30, "_mib": 1 << 20, "_bytes": 1}
+MAX_TOKENS = 1 << 27  # 134M: ten times the longest context any model offers; larger is nonsense
+MAX_GIB = 1 << 16  # 64 TiB: more RAM or GPU memory than any one machine has
+EVIDENCE_CHARS = 400
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class Finding:
+    signature: str
+    category: str
+    engine: str
+    title: str
+    severity: str
+    priority: int
+    params: dict[str, Any]
+    evidence: list[str]
+    line: int
+    cause_template: str
+    remedies: list[str]
+    invalid: dict[str, str] = field(default_factory=dict)
+    versions: str | None = None
+    advice: list[str] = field(default_factory=list)
+    form: str | None = None
+
+
+@dataclass
+class Context:
+    """What the paste says about the setup: model, GPU, flags, version, the command line."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.fields.get(name, default)
+
+
+@dataclass
+class Detection:
+    findings: list[Finding]
+    context: Context
+    normalized: Normalized
+    raw: str | bytes = ""  # the paste as given: log prefixes (and the dates in them) are not normalised away
+
+    @property
+    def root(self) -> Finding | None:
+        return self.findings[0] if self.findings else None
+
+
+def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) -> Any:
+    """Normalise one captured value; None when it is not a sane value of that unit."""
+    if unit == "text":
+        return raw.strip()[:200] or None
+    if unit in ("tokens", "count"):
+        value: float | None = parse_int(raw)
+        return value if value is not None and value <= MAX_TOKENS else None
+    if unit == "ratio":
+        value = parse_number(raw)
+        return value if value is not None and value <= 1.5 else None
+    if unit == "number":
+        return parse_number(raw)
+    if unit == "capability":
+        value = parse_number(raw)
+        if value is None:
+            return None
+        return round(value / 10, 1) if value >= 10 else value
+    value = parse_number(raw)
+    if value is None:
+        return None
+    printed = (unit_text or "").strip().lower() if unit == "dynamic" else unit
+    factor = _MEM_FACTORS.get(printed)
+    if factor is None:
+        return None
+    target = next((f for suffix, f in _TARGET.items() if name.endswith(suffix)), 1 << 30)
+    result = value * factor / target
+    if target != 1 and result > MAX_GIB * (1 << 30) / target:
+        return None
+    return int(result) if target == 1 else round(result, 4)
+
+
+def _text(value: bytes | str | None) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _extract(sig: LoadedSignature, match: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    params: dict[str, Any] = {}
+    invalid: dict[str, str] = {}
+    groups = {k: _text(v) for k, v in match.groupdict().items()}
+    for name, unit in sig.signature.captures.items():
+        raw = groups.get(name)
+        if raw is None:
+            continue
+        value = convert_param(name, unit, raw, groups.get(f"{name}_unit"))
+        if value is None:
+            invalid[name] = raw[:60]
+        else:
+            params[name] = value
+    return params, invalid
+
+
+def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
+    first = view.line_at(start)
+    last = view.line_at(max(start, end - 1))
+    lines = [view.logical_line(i)[:EVIDENCE_CHARS] for i in range(first, min(last, first + 2) + 1)]
+    return lines, view.first_physical[first]
+
+
+class LazyPatterns(Sequence[Any]):
+    """The bank's patterns by id, each compiled on first use: a paste touches the few patterns the
+    Set found, so a start does not compile all of them (iterating compiles every one)."""
+
+    def __init__(self) -> None:
+        self._sources: list[str] = []
+        self._compiled: list[Any] = []
+
+    def append(self, pattern: str) -> None:
+        self._sources.append(pattern)
+        self._compiled.append(None)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        found = self._compiled[index]
+        if found is None:
+            found = self._compiled[index] = re2.compile(self._sources[index])
+        return found
+
+
+class PatternBank:
+    """Every pattern of a knowledge base, compiled once, plus an RE2 Set that finds in one pass over a
+    view which of them match anywhere; only those are then searched one by one.
+
+    The Set also holds a sentinel, ``\\z``, which matches every text: RE2's ``Set::Match`` answers
+    "no match" both when nothing matched and when its DFA ran out of memory, so a result without the
+    sentinel means the pass failed, and every pattern is then searched (never "no finding")."""
+
+    SET_MAX_MEM = 256 << 20
+    SENTINEL = r"\z"
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self.compiled: Sequence[Any] = LazyPatterns()
+        self._set: Any = None
+        self._sentinel = -1
+
+    def add(self, pattern: str) -> int:
+        """The pattern's id (validated by the knowledge schema, which compiles every pattern)."""
+        if pattern not in self._ids:
+            self._ids[pattern] = len(self._ids)
+            assert isinstance(self.compiled, LazyPatterns)
+            self.compiled.append(pattern)
+        return self._ids[pattern]
+
+    def freeze(self) -> None:
+        options = re2.Options()
+        options.max_mem = self.SET_MAX_MEM
+        options.log_errors = False
+        candidate = re2.Set.SearchSet(options)
+        try:
+            for pattern in self._ids:
+                candidate.Add(pattern)
+            self._sentinel = candidate.Add(self.SENTINEL)
+            candidate.Compile()
+        except re2.error:
+            candidate = None  # fall back to searching every pattern
+        self._set = candidate
+
+    def scan(self, norm: Normalized) -> list[frozenset[int] | None]:
+        """Per view, the ids of the patterns that match it (None: unknown, search them all)."""
+        return [self._scan_one(view.data) for view in norm.views]
+
+    def _scan_one(self, data: bytes) -> frozenset[int] | None:
+        if self._set is None:
+            return None
+        found = frozenset(self._set.Match(data) or ())
+        return found if self._sentinel in found else None  # no sentinel: the pass itself failed
+
+
+class Detector:
+    """Signatures and context rules of one knowledge base, compiled once."""
+
+    def __init__(self, kb: KnowledgeBase):
+        self.kb = kb
+        self.bank = PatternBank()
+        self._sigs = [
+            (
+                s,
+                [self.bank.add(p) for p in s.signature.patterns],
+                [self.bank.add(p) for p in s.signature.requires],
+                [self.bank.add(p) for p in s.signature.excludes],
+            )
+            for s in kb.signatures
+        ]
+        self._rules = [(engine, rule.field, self.bank.add(rule.pattern), rule) for engine, rule in kb.context]
+        self.bank.freeze()
+
+    def detect(self, text: str | bytes) -> Detection:
+        norm = normalize(text)
+        hits = self.bank.scan(norm)
+        findings: list[Finding] = []
+        for loaded, patterns, requires, excludes in self._sigs:
+            found = self._first_match(norm, hits, patterns)
+            if found is None:
+                continue
+            if any(self._first_match(norm, hits, [r]) is None for r in requires):
+                continue
+            if any(self._first_match(norm, hits, [x]) is not None for x in excludes):
+                continue
+            view, match = found
+            findings.append(_finding(loaded, view, match))
+        ranked = _rank(findings, self.kb)
+        root_engine = ranked[0].engine if ranked else None
+        return Detection(ranked, self._context(norm, hits, root_engine), norm, text)
+
+    def _first_match(self, norm: Normalized, hits: list, pattern_ids: list[int]) -> tuple[Any, Any] | None:
+        """The first pattern that matches anywhere; among the views, the match that fills the most
+        named groups (a wrapped line may match the unjoined view with its optional tail cut off)."""
+        for pid in pattern_ids:
+            best: tuple[Any, Any] | None = None
+            best_filled = -1
+            for view, view_hits in zip(norm.views, hits, strict=True):
+                if view_hits is not None and pid not in view_hits:
+                    continue
+                pattern = self.bank.compiled[pid]  # compiled here: only the patterns the Set found
+                m = pattern.search(view.data)
+                if not m:
+                    continue
+                filled = sum(1 for v in m.groupdict().values() if v is not None)
+                if filled > best_filled:
+                    best, best_filled = (view, m), filled
+                if filled == pattern.groups:
+                    break  # nothing left for a joined view to add
+            if best is not None:
+                return best
+        return None
+
+    def _context(self, norm: Normalized, hits: list, prefer_engine: str | None = None) -> Context:
+        """Every context field the rules find; when engines disagree (an Ollama runner's ``--model``
+        blob path vs the ``ollama run`` tag), the root finding's engine wins, then file order."""
+        found: dict[str, list[tuple[str, Any]]] = {}
+        view_ids = [0, len(norm.views) - 1] if len(norm.views) > 1 else [0]
+        for engine, field_name, pid, rule in self._rules:
+            if any(e == engine for e, _v in found.get(field_name, [])):
+                continue
+            for vi in view_ids:
+                if hits[vi] is not None and pid not in hits[vi]:
+                    continue
+                m = self.bank.compiled[pid].search(norm.views[vi].data)
+                if not m:
+                    continue
+                value = _context_value(field_name, _text(m.groupdict().get("value")) or rule.value or "")
+                if value is not None:
+                    found.setdefault(field_name, []).append((engine, value))
+                    break
+        fields: dict[str, Any] = {}
+        for name, candidates in found.items():
+            preferred = [v for e, v in candidates if e == prefer_engine]
+            fields[name] = preferred[0] if preferred else candidates[0][1]
+        return Context(fields)
+
+
+@cache
+def default_detector() -> Detector:
+    return Detector(load_builtin())
+
+
+def detect(text: str | bytes, detector: Detector | None = None) -> Detection:
+    return (detector or default_detector()).detect(text)
+
+
+def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
+    params, invalid = _extract(loaded, match)
+    evidence, line = _evidence(view, match.start(), match.end())
+    sig = loaded.signature
+    return Finding(
+        signature=sig.id,
+        category=sig.category,
+        engine=loaded.engine,
+        title=sig.title,
+        severity=sig.severity,
+        priority=sig.priority,
+        params=params,
+        evidence=evidence,
+        line=line,
+        cause_template=sig.cause,
+        remedies=list(sig.remedies),
+        invalid=invalid,
+        versions=sig.versions,
+        advice=list(sig.advice),
+        form=sig.form,
+    )
+
+
+def _rank(findings: list[Finding], kb: KnowledgeBase) -> list[Finding]:
+    suppressed: set[str] = set()
+    for f in findings:
+        loaded = kb.by_id(f.signature)
+        if loaded:
+            suppressed.update(loaded.signature.suppresses)
+    kept = [f for f in findings if f.signature not in suppressed and f.category not in suppressed]
+    # an informational report is context for the error, not something it hides
+    kept += [f for f in findings if f not in kept and f.severity == "info"]
+    kept.sort(key=lambda f: (SEVERITY_RANK.get(f.severity, 3), -f.priority, f.line))
+    return kept
+
+
+_INT_FIELDS = {
+    "tp",
+    "pp",
+    "gpu_count",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "n_parallel",
+    "n_gpu_layers",
+}
+_FLOAT_FIELDS = {"gpu_total_gib", "compute_capability"}
+_RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of the GPU: (0, 1]
+_TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length", "max_total_tokens", "max_input_tokens"}
+_BOOL_FIELDS = {"enforce_eager"}
+
+
+def _context_value(field_name: str, raw: str) -> Any:
+    raw = raw.strip().strip("\"'")
+    if field_name in _INT_FIELDS:
+        return _at_most(parse_int(raw), MAX_TOKENS)
+    if field_name in _FLOAT_FIELDS:
+        return _at_most(parse_number(raw), MAX_GIB)
+    if field_name in _RATIO_FIELDS:
+        value = parse_number(raw)
+        return value if value is not None and 0 < value <= 1 else None
+    if field_name in _TOKEN_FIELDS:
+        return _at_most(parse_token_count(raw), MAX_TOKENS)
+    if field_name in _BOOL_FIELDS:
+        return raw.lower() in ("1", "true", "yes")
+    return raw[: 2000 if field_name == "command" else 300] or None
+
+
+def _at_most(value: Any, limit: float) -> Any:
+    """A context number, or None when it is beyond anything real (``-c 999999999999999K``)."""
+    return value if value is not None and value <= limit else None

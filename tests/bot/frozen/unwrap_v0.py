@@ -1,0 +1,111 @@
+"""Frozen copy (issue 16 equivalence check) of the module at 809767d. Undo what other tools did to a paste before the engine's own lines can be read.
+
+Each transform is one small function; :func:`unwrap` runs them in order on the visible text (after
+invisible characters and real ANSI sequences are gone, before log prefixes are stripped):
+
+- a Windows console that shows ANSI colour codes as ``←[0m`` (the escape byte rendered as an arrow);
+- chat quote bars: every non-empty line starts with ``▎ `` or ``> `` (Discord, Slack, e-mail replies);
+- log lines whose newlines were lost, so several records run together on one line
+  (``... engine.(EngineCore_DP0 pid=3) ERROR 01-28 00:18:18 [core.py:935] ...``);
+- CloudWatch console copies that print every message twice: once after its timestamp, once alone.
+
+All patterns are RE2 (linear time); the line passes are single scans.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+
+import re2
+
+# "←[0m", "←[1;36m": the ESC byte shown as U+2190 by cmd.exe / PowerShell without VT processing
+_ARROW_ANSI = re2.compile(r"\x{2190}\[[0-9;?]{0,20}[A-Za-z]")
+ARROWS_MIN = 2
+
+# quote bars: Discord/Slack render "▎ " (U+258E) or a blockquote "> " in front of every quoted line
+_QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:\x{258E}|>)[ \t]?")
+QUOTED_SHARE = 0.8  # the bar counts only when (nearly) every non-empty line has it
+
+# a log record glued to the end of the previous one: a vLLM worker prefix or logger header, an SGLang
+# bracketed timestamp or a Go slog header, found mid-line right after the end of a message (a word,
+# a number or closing punctuation).  Not after "]", ")", "|" or ":": those end the prefixes that
+# legitimately stack in front of such a header ("vllm-1  | ERROR 11-18 ...", "ollama[1617]: time=...").
+_GLUED = re2.compile(
+    r"([A-Za-z0-9.,;!?'\"`])[ \t]?("
+    r"\([A-Za-z][A-Za-z0-9_]{0,40} pid=[0-9]{1,10}\)[ \t]+(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} "
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]{8,15} \[[A-Za-z0-9_./]{1,80}:[0-9]{1,6}\]"
+    r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: [A-Z]{2,4}[0-9]{1,4}){0,4}\] "
+    r"|time=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.+-]{8,40}Z? level=[A-Z]{4,5} source="
+    r")"
+)
+
+# CloudWatch: "2025-05-02T10:11:12.345Z    <message>" followed by "<message>" again
+_CW_ANY = re2.compile(r"(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+[^\n]+\n")
+_CW_STAMP = re2.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+")
+
+
+def arrow_ansi(text: str) -> str:
+    """Remove ``←[0m``-style codes.  The colour codes themselves (``[0m``) are already gone when this
+    runs (normalize strips ANSI with a lost escape byte), leaving bare arrows: when a paste has several,
+    they are that console's escape bytes, not text."""
+    if "\u2190" not in text:
+        return text
+    text = _ARROW_ANSI.sub("", text)
+    return text.replace("\u2190", "") if text.count("\u2190") >= ARROWS_MIN else text
+
+
+def quote_bars(text: str) -> str:
+    if "\u258e" not in text and "\n>" not in text and not text.lstrip().startswith(">"):
+        return text  # no bar anywhere: skip the line scan
+    needed = QUOTED_SHARE * sum(map(bool, map(str.strip, text.split("\n"))))  # of the non-empty lines
+    if not needed or text.count(">") + text.count("\u258e") < needed:
+        return text  # too few bars in the whole text for most lines to start with one
+    # one match per quoted line at most (the pattern cannot cross a newline); counted in the UTF-8 bytes
+    quoted = sum(1 for _m in _QUOTE.finditer(text.encode("utf-8", "surrogatepass")))
+    if quoted < needed:
+        return text
+    return _QUOTE.sub("", text)
+
+
+def glued_records(text: str) -> str:
+    """A newline in front of every glued header (the blank before it dropped).  Searched in UTF-8 bytes
+    and spliced by offsets: RE2 on a ``str`` maps every match's offsets back to characters."""
+    data = text.encode("utf-8", "surrogatepass")
+    pieces: list[bytes] = []
+    end = 0
+    for m in _GLUED.finditer(data):
+        pieces += (data[end : m.end(1)], b"\n")
+        end = m.start(2)
+    if not pieces:
+        return text
+    pieces.append(data[end:])
+    return b"".join(pieces).decode("utf-8", "surrogatepass")
+
+
+def cloudwatch_duplicates(text: str) -> str:
+    """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
+    if _CW_ANY.search(text) is None:
+        return text  # no line starts with an ISO timestamp: skip the line scan
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return text
+    # only a line that starts with four digits can carry the stamp: the others are not matched
+    stamped = itertools.compress(
+        itertools.count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines))
+    )
+    dropped = set()
+    for i in stamped:
+        if i + 1 == len(lines):
+            break
+        prev, line = lines[i], lines[i + 1]
+        stamp = _CW_STAMP.match(prev)
+        if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
+            dropped.add(i + 1)
+    if not dropped:
+        return text
+    return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+
+
+def unwrap(text: str) -> str:
+    return cloudwatch_duplicates(glued_records(quote_bars(arrow_ansi(text))))
