@@ -60,5 +60,5 @@ def required(pattern: str) -> tuple[str, ...]:
 
 def required_all(patterns: list[str]) -> list[tuple[str, ...]]:
     """``required`` of each pattern, kept in the validated-data cache (parsing them all takes ~0.1 s)."""
-    key = content_key("literals", [("patterns", "\0".join(patterns).encode())], _CODE, validator=False)
+    key = content_key("literals", [("patterns", "\0".join(patterns).encode())], _CODE)
     return cached(key, lambda: list(map(required, patterns)), list)
