@@ -14,6 +14,7 @@ import itertools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
+from unicodedata import east_asian_width
 
 import re2
 
@@ -130,9 +131,14 @@ STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
 _WIDE_SPACE = re2.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
+def _columns(line: str) -> int:
+    """The terminal columns ``line`` takes: a wide (CJK, fullwidth) character takes two."""
+    return len(line) if line.isascii() else len(line) + sum(east_asian_width(c) in "WF" for c in line)
+
+
 def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
-    in UTF-8; each one's length and each raw line's, in characters; whether one holds whitespace that
+    in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
     bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds one: the same lines as in
     one pass), so no second copy of a long text is ever made whole."""
     lines: list[bytes] = []
@@ -142,9 +148,10 @@ def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]
     while pos <= len(text):
         cut = text.find("\n", pos + STRIP_CHUNK)
         chunk = text[pos:] if cut < 0 else text[pos:cut]
-        raw += map(len, chunk.split("\n"))
+        width = len if chunk.isascii() else _columns  # a terminal wraps at a width in columns
+        raw += map(width, chunk.split("\n"))
         stripped = strip_prefixes(chunk, mark="")
-        chars += map(len, stripped.split("\n"))
+        chars += map(width, stripped.split("\n"))
         data = stripped.encode("utf-8")
         wide = wide or _WIDE_SPACE.search(data) is not None
         lines += data.split(b"\n")

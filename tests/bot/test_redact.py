@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,32 @@ def test_a_secret_wrapped_over_many_lines_is_removed_whole():
     r = redact(wrapped)
     assert all(line[i : i + 80][-12:] not in r.text for i in range(80, len(line), 80))
     assert r.text.endswith("\nValueError: boom")  # the next record is not taken for the secret's tail
+
+
+def _wrap_columns(line: str, width: int) -> list[str]:
+    """``line`` as a terminal of ``width`` columns shows it: a CJK character takes two."""
+    rows, row, used = [], "", 0
+    for ch in line:
+        w = 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        if used + w > width:
+            rows, row, used = [*rows, row], "", 0
+        row, used = row + ch, used + w
+    return [*rows, row]
+
+
+@pytest.mark.parametrize("cjk", [20, 26, 32, 33])
+def test_a_secret_wrapped_after_wide_characters_is_removed_whole(cjk):
+    # a line of CJK text holds fewer characters than columns, so the wrapped line after it is longer
+    # in characters: the wrap is measured in columns (the first half alone was removed before, and the
+    # rest of the token echoed on the next line)
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    text = "错误日志：服务器启动失败，请检查配置文件和参数。" * 2
+    line = text[:cjk] + f" --hf-token {token} --port 8000 --max-model-len 8192 --gpu-memory-utilization 0.9"
+    rows = _wrap_columns(line, 80)
+    assert len(rows[1]) > len(rows[0]) + 8  # longer in characters than the row it continues
+    r = redact("INFO start\n" + "\n".join(rows) + "\nINFO done\n")
+    assert [piece for piece in (token[:6], token[10:20], token[-8:]) if piece in r.text] == []
+    assert "Hugging Face token" in r.kinds
 
 
 # --- every gitleaks rule's own examples, in every placement ----------------------------------------
