@@ -234,7 +234,9 @@ def _catalog_names() -> tuple[re2._Regexp, dict[str, ModelSpec]]:
         + "|".join(re2.escape(n) for n in ordered)
         + r")(-[a-z0-9.-]+)?(?:$|[^a-z0-9.-])"
     )
-    return re2.compile(pattern), names
+    options = re2.Options()  # one alternation of ~1,000 names: its DFA may fall back to the NFA, quietly
+    options.max_mem, options.log_errors = 64 << 20, False
+    return re2.compile(pattern, options), names
 
 
 def _catalog_model(text: str, facts: PasteFacts) -> None:

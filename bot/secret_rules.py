@@ -86,8 +86,8 @@ class SecretRule:
 
     @cached_property
     def pattern(self) -> Any:
-        options = re2.Options()
-        options.max_mem = 32 << 20
+        options = re2.Options()  # a DFA out of memory falls back to the NFA: no log line on stderr
+        options.max_mem, options.log_errors = 32 << 20, False
         return re2.compile(self.source, options)
 
     @cached_property
