@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache, wraps
 from pathlib import Path
+from types import ModuleType
 from typing import TypeVar
 
 import re2
-from rapidfuzz import fuzz, process
 
 from calculator import catalog
 from calculator import model_names as names_module
@@ -26,6 +26,14 @@ from knowledge.cache import cached, code_digest, content_key
 _Index = TypeVar("_Index")
 # the code an index is built by: an edit to any of these rebuilds the cached indexes
 _INDEX_CODE = code_digest(*(Path(f).resolve() for f in (__file__, names_module.__file__, catalog.__file__)))
+
+
+def _rapidfuzz() -> tuple[ModuleType, ModuleType]:
+    """rapidfuzz's ``fuzz`` and ``process``, imported when a name needs fuzzy matching (not on an exact
+    hit: 15 ms of a cold start)."""
+    from rapidfuzz import fuzz, process
+
+    return fuzz, process
 
 
 def _catalog_index(build: Callable[[], _Index]) -> Callable[[], _Index]:
@@ -215,7 +223,11 @@ def _gpu_size_mismatch(query: str, q: _GpuQuery, found: list[GPU], size: float) 
 
 def _gpu_suggestions(query: str, base: str) -> NameNotFound:
     """Unknown name: the closest catalog names, offered, never substituted ("5070" is not "5070 Ti")."""
-    scored = process.extract(base, list(_gpu_index()), scorer=fuzz.WRatio, limit=15) if base else []
+    scored = (
+        _rapidfuzz()[1].extract(base, list(_gpu_index()), scorer=_rapidfuzz()[0].WRatio, limit=15)
+        if base
+        else []
+    )
     names: list[str] = []
     for key, score, _ in scored:
         for gpu_id in _gpu_index()[key]:
@@ -452,7 +464,7 @@ def _fuzzy_model(query: str, key: str, index: dict[str, tuple[str, str | None]])
     wanted = sorted(key_numbers(key))
     family = _family(key)
     same = [k for k in index if _family(k) == family and sorted(key_numbers(k)) == wanted]
-    scored = process.extract(key, same, scorer=fuzz.ratio, limit=3) if same else []
+    scored = _rapidfuzz()[1].extract(key, same, scorer=_rapidfuzz()[0].ratio, limit=3) if same else []
     if scored and scored[0][1] >= 95 and (len(scored) == 1 or scored[0][1] - scored[1][1] >= 3):
         return scored[0][0]
     raise NameNotFound("model", query, _closest(key, index))
@@ -469,7 +481,7 @@ def _family(key: str) -> str:
 
 
 def _closest(key: str, index: dict[str, tuple[str, str | None]]) -> list[str]:
-    scored = process.extract(key, list(index), scorer=fuzz.WRatio, limit=15)
+    scored = _rapidfuzz()[1].extract(key, list(index), scorer=_rapidfuzz()[0].WRatio, limit=15)
     out: list[str] = []
     for k, score, _ in scored:
         name = index[k][1] or index[k][0]
@@ -601,7 +613,7 @@ def _fuzzy(kind: str, query: str, key: str, index: dict) -> str:
     """Best fuzzy key, or NameNotFound with the closest distinct entries."""
     if not key:
         raise NameNotFound(kind, query, [])
-    scored = process.extract(key, list(index), scorer=fuzz.WRatio, limit=25)
+    scored = _rapidfuzz()[1].extract(key, list(index), scorer=_rapidfuzz()[0].WRatio, limit=25)
 
     def label(k: str) -> str:
         t = index[k]
@@ -670,7 +682,7 @@ def _suggest(entries: list[tuple[str, str, list[str]]], text: str, limit: int) -
         elif any(key in k for k in keys):
             contains.append((label, value))
         else:
-            rest.append((label, value, max(fuzz.partial_ratio(key, k) for k in keys)))
+            rest.append((label, value, max(_rapidfuzz()[0].partial_ratio(key, k) for k in keys)))
     rest.sort(key=lambda r: -r[2])
     ranked = prefix + contains + [(label, value) for label, value, score in rest if score >= 75]
     return [(label[:100], value[:100]) for label, value in ranked[:limit]]
