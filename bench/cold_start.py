@@ -21,19 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _machine import describe  # noqa: E402
-from compare_revisions import command, export  # noqa: E402
+from compare_revisions import VRAM_JOB, command, revision_trees  # noqa: E402
 from detector_vs_grep import ONE_LINE  # noqa: E402
 
-JOBS = {
-    "`vram --gpu 4090 --model qwen2.5-coder-32b-awq`": [
-        "vram",
-        "--gpu",
-        "4090",
-        "--model",
-        "qwen2.5-coder-32b-awq",
-    ],
-    "`triage` of a one-line paste": ["triage", "-"],
-}
+JOBS = {f"`{' '.join(VRAM_JOB)}`": VRAM_JOB, "`triage` of a one-line paste": ["triage", "-"]}
 _TIMED = (
     "import resource, subprocess, sys, time\n"
     "t = time.perf_counter()\n"
@@ -79,13 +70,10 @@ def main() -> None:
     parser.add_argument("rev")
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT)], check=True, stdout=subprocess.DEVNULL
-    )
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"this checkout": ROOT, args.rev: export(args.rev, Path(tmp))}
-        for i, tree in enumerate(trees.values()):  # each tree's validated-data cache, filled first
-            os.environ["GPU_GARDEN_CACHE_DIR"] = str(Path(tmp) / f"cache{i}")
+        trees, caches = revision_trees(args.rev, Path(tmp))
+        for name, tree in trees.items():  # each tree's validated-data cache, filled first
+            os.environ["GPU_GARDEN_CACHE_DIR"] = str(caches[name])
             for job in JOBS.values():
                 timed(command(tree, job))
         rows = {"bare interpreter": {name: [sys.executable, "-c", "pass"] for name in trees}}
@@ -101,13 +89,13 @@ def main() -> None:
             runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
             for _ in range(args.runs):
                 for name, cmd in cmds.items():
-                    os.environ["GPU_GARDEN_CACHE_DIR"] = str(Path(tmp) / f"cache{list(trees).index(name)}")
+                    os.environ["GPU_GARDEN_CACHE_DIR"] = str(caches[name])
                     runs[name].append(timed(cmd))
             wall, cpu = ({n: statistics.median(x[k] for x in runs[n]) for n in trees} for k in (0, 1))
             this, other = (cpu[n] for n in trees)
             cells = [f"{wall[n]:.3f} s / {cpu[n]:.3f} s" for n in trees]
             print(f"| {label} | {cells[0]} | {cells[1]} | {this / other:.2f} |")
-        os.environ["GPU_GARDEN_CACHE_DIR"] = str(Path(tmp) / "cache0")
+        os.environ["GPU_GARDEN_CACHE_DIR"] = str(caches["this checkout"])
         print("\nImport time, `-X importtime` (medians of the runs; wall, so read side by side):\n")
         print(f"| command | project modules: this / {args.rev} | pydantic: this / {args.rev} |")
         print("|---|---|---|")

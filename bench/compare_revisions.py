@@ -39,6 +39,19 @@ def export(rev: str, folder: Path) -> Path:
     return tree
 
 
+VRAM_JOB = ["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq"]  # the cold /vram of every bench
+
+
+def revision_trees(rev: str, folder: Path) -> tuple[dict[str, Path], dict[str, Path]]:
+    """This checkout (byte-compiled, as an installed copy is) and ``rev`` exported into ``folder``, and a
+    validated-data cache folder for each."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(ROOT)], check=True, stdout=subprocess.DEVNULL
+    )
+    trees = {"this checkout": ROOT, rev: export(rev, folder)}
+    return trees, {name: folder / f"cache{i}" for i, name in enumerate(trees)}
+
+
 def command(tree: Path, args: list[str]) -> list[str]:
     """This interpreter running ``adapters.cli`` of one tree (its own modules first on the path)."""
     boot = f"import sys; sys.path.insert(0, {str(tree)!r}); from adapters.cli import main; raise SystemExit(main())"
@@ -56,24 +69,14 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=10)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT)], check=True, stdout=subprocess.DEVNULL
-    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        trees = {"this checkout": ROOT, args.rev: export(args.rev, folder)}
-        caches = {name: folder / f"cache{i}" for i, name in enumerate(trees)}
+        trees, caches = revision_trees(args.rev, folder)
         one = folder / "one.log"
         one.write_text(ONE_LINE)
         jobs = {
             "`triage` of a one-line paste": ["triage", str(one)],
-            "`vram --gpu 4090 --model qwen2.5-coder-32b-awq`": [
-                "vram",
-                "--gpu",
-                "4090",
-                "--model",
-                "qwen2.5-coder-32b-awq",
-            ],
+            f"`{' '.join(VRAM_JOB)}`": VRAM_JOB,
         }
         for name, make in shapes(args.mib << 20).items():
             target = folder / f"{len(jobs)}.log"

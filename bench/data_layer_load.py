@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from _machine import describe  # noqa: E402
-from compare_revisions import export  # noqa: E402
+from compare_revisions import revision_trees  # noqa: E402
 
 LOAD = """
 import sys, time
@@ -52,13 +52,8 @@ def main() -> None:
     parser.add_argument("rev")
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(ROOT)], check=True, stdout=subprocess.DEVNULL
-    )
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        trees = {"this checkout": ROOT, args.rev: export(args.rev, folder)}
-        caches = {name: folder / f"cache{i}" for i, name in enumerate(trees)}
+        trees, caches = revision_trees(args.rev, Path(tmp))
         for name, tree in trees.items():
             load_once(tree, caches[name])  # fills the tree's cache
         seconds: dict[str, list[float]] = {name: [] for name in trees}
