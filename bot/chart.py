@@ -8,10 +8,9 @@ every segment with its size and where the number comes from.  Pillow only, with 
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 
-from bot.formatter import SOURCE_LABEL
+from bot.formatter import SOURCE_LABEL, target_of
 from bot.reply import MemoryPicture
 
 RGB = tuple[int, int, int]
@@ -70,12 +69,6 @@ def palette(labels: list[str]) -> dict[str, RGB]:
 
 def _fallback(i: int) -> RGB:
     return ((37 * i + 90) % 256, (91 * i + 40) % 256, (53 * i + 160) % 256)
-
-
-def target_of(picture: MemoryPicture) -> float | None:
-    """The engine's target when the picture has a usable one (a positive number of GiB)."""
-    t = picture.target_gib
-    return t if t is not None and math.isfinite(t) and t > 0 else None
 
 
 def layout(picture: MemoryPicture) -> Layout:

@@ -47,6 +47,12 @@ ENGINE_LABEL = {
 }
 
 
+def target_of(picture: MemoryPicture) -> float | None:
+    """The engine's target when the picture has a usable one (a positive number of GiB)."""
+    t = picture.target_gib
+    return t if t is not None and math.isfinite(t) and t > 0 else None
+
+
 def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
     """``[WWWWWWWWAAGKKK|....]`` plus a legend line per segment, scaled to the GPU's total; ``|`` marks
     the engine's target (utilization x total) in the cell it falls in, when the picture has one."""
@@ -64,10 +70,8 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
         cells.append(symbol * n)
         used += n
     bar = "".join(cells).ljust(width, " ")
-    target = picture.target_gib
-    if target is not None and not math.isfinite(target):
-        target = None
-    if target is not None and target > 0:  # the engine's target (utilization x total) at its cell
+    target = target_of(picture)
+    if target:  # the engine's target (utilization x total) at its cell
         at = min(width - 1, int(target / total * width))
         bar = bar[:at] + "|" + bar[at + 1 :]
     bar = f"[{bar}]"
@@ -77,7 +81,7 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
         legend.append(
             f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
         )
-    if target is not None and target > 0:
+    if target:
         legend.append(f"  | {'target (util x total)':<26} {target:7.2f} GiB")
     header = f"{picture.title}: {picture.total_gib:.2f} GiB"
     return "\n".join([header, bar, *legend])

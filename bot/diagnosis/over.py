@@ -62,14 +62,7 @@ def in_use(situation: Situation) -> Reply:
     if budget is not None and free is not None:
         fixes += _verified(situation, budget, free) or _util_within_free(situation, free, total, util)
     out0 = budget.estimate.evaluate(budget.plan0) if budget else None
-    return reply(
-        situation,
-        title,
-        key,
-        fixes,
-        None,
-        picture(out0, "GPU memory"),
-    )
+    return reply(situation, title, key, fixes, memory=picture(out0, "GPU memory"))
 
 
 def _util_within_free(
@@ -207,14 +200,7 @@ def host_short(situation: Situation) -> Reply:
     budget = budget_for(situation)
     if situation.engine == "llama.cpp":
         fixes = _verified(situation, budget) + fixes
-    return reply(
-        situation,
-        title,
-        key,
-        fixes,
-        None,
-        extra=[hardware(situation, None)] if not fixes else [],
-    )
+    return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 
 def budget_over(situation: Situation) -> Reply:
