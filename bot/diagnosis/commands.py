@@ -134,12 +134,9 @@ def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -
 
 
 def _ollama_tag(situation: Situation) -> str:
-    if (
-        situation.command is not None
-        and situation.command.engine == "ollama"
-        and len(situation.command.argv) > 2
-    ):
-        return situation.command.argv[2]
+    command = situation.command
+    if command is not None and command.engine == "ollama" and len(command.argv) > 2:
+        return command.argv[2]
     name = situation.model_name or ""
     if ":" in name and "/" not in name:
         return name

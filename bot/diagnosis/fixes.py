@@ -134,11 +134,8 @@ def propose(lever: Lever, budget: Budget, plan: Plan, goal: Goal, situation: Sit
     if knob == "gpu_layers":
         return _layers(budget, plan, situation)
     if knob == "kv_offload":
-        return (
-            plan.with_(kv_offload=False)
-            if plan.kv_offload and situation.get("buffer", "CUDA") != "CPU"
-            else None
-        )
+        on_gpu = plan.kv_offload and situation.get("buffer", "CUDA") != "CPU"
+        return plan.with_(kv_offload=False) if on_gpu else None
     return None
 
 
@@ -289,12 +286,7 @@ def _needs_fp8_hardware(lev: Lever, engine: str) -> bool:
 
 
 def _change_text(lev: Lever, plan: Plan) -> str:
-    value: object = {
-        "max_len": plan.max_len,
-        "tp": plan.tp,
-        "pp": plan.pp,
-        "gpu_layers": plan.gpu_layers,
-    }.get(lev.knob, "")
+    value: object = getattr(plan, lev.knob) if lev.knob in ("max_len", "tp", "pp", "gpu_layers") else ""
     if lev.knob == "max_len" and isinstance(value, int):
         value = fmt_tokens(value)
     if lev.knob == "util" and plan.util:

@@ -48,8 +48,7 @@ def fill(template: str, values: dict[str, Any]) -> str:
         text = string.Formatter().vformat(template, (), safe).strip()
     except (ValueError, IndexError, KeyError):
         text = template.strip()
-    sentences = [s for s in _split_sentences(text) if s and not _MISSING.search(s)]
-    return " ".join(sentences)
+    return " ".join(s for s in _split_sentences(text) if s and not _MISSING.search(s))
 
 
 def _split_sentences(text: str) -> list[str]:
@@ -245,8 +244,7 @@ def other_engine_lines(situation: Situation, length: int | None) -> list[Fix]:
             "ollama": ["ollama_context_length", "ollama_kv_cache_type"],
         }.get(engine, ["max_model_len", "kv_cache_dtype"])
         found = candidates(situation, budget, remedies, Goal(length=length, may_shorten=True))
-        fixes = to_fixes(situation, budget, found[-1:] if found else [], Goal(length=length), limit=1)
-        for fix in fixes:
+        for fix in to_fixes(situation, budget, found[-1:], Goal(length=length), limit=1):
             fix.rank = 90
             out.append(fix)
     return out
