@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import re2
@@ -238,28 +239,18 @@ def render_env(env: list[str]) -> list[str]:
 
 def without_secrets(argv: list[str]) -> list[str]:
     """``argv`` minus flags that carry a key or a token (and their values)."""
-    out: list[str] = []
-    skip = False
-    for i, tok in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        name = tok.split("=", 1)[0]
-        if SECRET_FLAGS.match(name):
-            skip = "=" not in tok and i + 1 < len(argv) and _is_value(argv[i + 1])
-            continue
-        out.append(tok)
-    return out
+    return _drop_flags(argv, lambda name: SECRET_FLAGS.match(name) is not None, set())
 
 
-def _drop_flags(argv: list[str], names: set[str], switches: set[str]) -> list[str]:
+def _drop_flags(argv: list[str], drop: Callable[[str], bool], switches: set[str]) -> list[str]:
+    """``argv`` without the flags ``drop`` names, each with its value (a flag of ``switches`` has none)."""
     out: list[str] = []
     i = 0
     while i < len(argv):
         tok = argv[i]
         name = tok.split("=", 1)[0]
         i += 1
-        if name in names:
+        if drop(name):
             if "=" not in tok and name not in switches and i < len(argv) and _is_value(argv[i]):
                 i += 1
             continue
@@ -296,7 +287,7 @@ def render(
     names: set[str] = set()
     for flag in changes:
         names.update(next((g for g in groups if flag in g), (flag,)))
-    argv = _drop_flags(without_secrets(command.argv), names, switches)
+    argv = _drop_flags(without_secrets(command.argv), names.__contains__, switches)
     for flag, value in changes.items():
         if value is not None:
             argv += [flag] if value == "" else [flag, value]
