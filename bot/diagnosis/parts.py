@@ -98,22 +98,16 @@ def setup_facts(situation: Situation) -> list[Fact]:
         count = f"{g.n}x " if g.count and g.n > 1 else ""
         src = "user" if g.name and g.name.source == "user" else ("log" if g.name else "catalog")
         facts.append(Fact("GPU", count + name, _reply_source(src)))
-    if g.per_device_gib is not None:
-        facts.append(
-            Fact(
-                "memory per GPU", f"{g.per_device_gib.value:.2f} GiB", _reply_source(g.per_device_gib.source)
-            )
-        )
+    memory = g.per_device_gib
+    if memory is not None:
+        facts.append(Fact("memory per GPU", f"{memory.value:.2f} GiB", _reply_source(memory.source)))
     if situation.model is not None:
         facts.append(Fact("model", situation.model.label, "catalog"))
-    if situation.version_src is not None:
-        how = "" if situation.version_src.source == "log" else f" ({situation.version_src.how})"
+    version = situation.version_src
+    if version is not None:
+        how = "" if version.source == "log" else f" ({version.how})"
         facts.append(
-            Fact(
-                f"{situation.engine} version",
-                f"{situation.version_src.value}{how}",
-                _reply_source(situation.version_src.source),
-            )
+            Fact(f"{situation.engine} version", f"{version.value}{how}", _reply_source(version.source))
         )
     return facts
 
@@ -125,11 +119,7 @@ def _reply_source(source: str) -> Any:
 def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
     if outcome is None or not outcome.total_gib:
         return None
-    segs = [
-        MemorySegment(t.name, max(0.0, t.gib), _reply_source(t.source))
-        for t in outcome.terms
-        if t.gib > 0.005
-    ]
+    segs = [MemorySegment(t.name, t.gib, _reply_source(t.source)) for t in outcome.terms if t.gib > 0.005]
     used = sum(s.gib for s in segs)
     top = outcome.target_gib or outcome.total_gib
     if outcome.target_gib and outcome.total_gib - outcome.target_gib > 0.01:
