@@ -10,24 +10,21 @@ import math
 from bot.reply import Fix, MemoryPicture, Reply
 
 BAR_WIDTH = 48
-_SYMBOLS = {
-    "weights": "W",
-    "activations": "A",
-    "activations+other": "A",
-    "non-torch": "N",
-    "non torch": "N",
-    "reserved free": "-",
-    "activations and graphs": "A",
-    "cuda graphs": "G",
-    "other": "o",
-    "kv cache": "K",
-    "not used (1-util)": "-",
-    "held by others": "H",
-    "free": ".",
-    "compute buffers": "C",
-    "cuda context": "X",
-    "weights+activations+graphs": "W",
+# each kind of memory by its bar symbol, with the labels that name it (the engines' spellings)
+MEMORY_KINDS: dict[str, tuple[str, ...]] = {
+    "W": ("weights", "weights+activations+graphs"),
+    "A": ("activations", "activations+other", "activations and graphs"),
+    "N": ("non-torch", "non torch"),
+    "G": ("cuda graphs",),
+    "o": ("other",),
+    "K": ("kv cache",),
+    "C": ("compute buffers",),
+    "X": ("cuda context",),
+    "H": ("held by others",),
+    "-": ("not used (1-util)", "reserved free"),
+    ".": ("free",),
 }
+_SYMBOLS = {label: symbol for symbol, labels in MEMORY_KINDS.items() for label in labels}
 SOURCE_LABEL = {
     "log": "from your log",
     "estimated": "estimated",
