@@ -252,7 +252,6 @@ def _engine_oom(situation: Situation) -> Reply:
     engine = _name(situation.engine)
     tried = _gib(situation, "tried_mib", "tried_gib")
     free = _gib(situation, "free_mib", "free_gib")
-    title = situation.root.title
     key = f"{engine} filled its share of the GPU, then a later allocation ({fmt_tokens(int(tried * 1024)) + ' MiB' if tried else 'CUDA graphs or activations'}) found no room."
     budget = budget_for(situation)
     room = None
@@ -271,4 +270,4 @@ def _engine_oom(situation: Situation) -> Reply:
         fixes = _room_for_allocation(situation)
     fixes = settings + [f for f in fixes if f.command not in {s.command for s in settings}]
     fixes += advice_fixes(situation, situation.root.remedies)
-    return reply(situation, title, key, fixes)
+    return reply(situation, situation.root.title, key, fixes)

@@ -126,9 +126,7 @@ def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
         segs.append(MemorySegment("not used (1-util)", outcome.total_gib - outcome.target_gib, "computed"))
     elif top - used > 0.01:
         segs.append(MemorySegment("free", top - used, "computed"))
-    return MemoryPicture(
-        total_gib=outcome.total_gib, segments=segs, title=title, target_gib=outcome.target_gib
-    )
+    return MemoryPicture(outcome.total_gib, segs, title, outcome.target_gib)
 
 
 _PLACEHOLDER = re2.compile(r"\{([a-z_]+)\}")
