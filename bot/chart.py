@@ -8,29 +8,28 @@ every segment with its size and where the number comes from.  Pillow only, with 
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 
-from bot.formatter import SOURCE_LABEL
+from bot.formatter import MEMORY_KINDS, SOURCE_LABEL, target_of
 from bot.reply import MemoryPicture
 
 RGB = tuple[int, int, int]
 
-# One colour per kind of memory; labels that name the same thing (the engines' spellings) share one.
-_KINDS: dict[RGB, tuple[str, ...]] = {
-    (66, 133, 244): ("weights", "weights+activations+graphs"),
-    (251, 188, 4): ("activations", "activations+other", "activations and graphs"),
-    (171, 71, 188): ("non-torch", "non torch"),
-    (234, 67, 53): ("cuda graphs",),
-    (0, 172, 193): ("other",),
-    (52, 168, 83): ("kv cache",),
-    (255, 112, 67): ("compute buffers",),
-    (121, 85, 72): ("cuda context",),
-    (55, 71, 79): ("held by others",),  # memory another process holds: dark, it is often the cause
-    (188, 170, 164): ("not used (1-util)", "reserved free"),  # left out on purpose by the utilization
-    (230, 230, 230): ("free",),
+# One colour per kind of memory (bot.formatter.MEMORY_KINDS, by its bar symbol): its labels share it.
+_KIND_COLOUR: dict[str, RGB] = {
+    "W": (66, 133, 244),
+    "A": (251, 188, 4),
+    "N": (171, 71, 188),
+    "G": (234, 67, 53),
+    "o": (0, 172, 193),
+    "K": (52, 168, 83),
+    "C": (255, 112, 67),
+    "X": (121, 85, 72),
+    "H": (55, 71, 79),  # memory another process holds: dark, it is often the cause
+    "-": (188, 170, 164),  # left out on purpose by the utilization
+    ".": (230, 230, 230),
 }
-COLOURS: dict[str, RGB] = {label: colour for colour, labels in _KINDS.items() for label in labels}
+COLOURS: dict[str, RGB] = {label: _KIND_COLOUR[s] for s, labels in MEMORY_KINDS.items() for label in labels}
 # For labels the table does not know, or a second label that would repeat a colour in one picture.
 SPARE: tuple[RGB, ...] = ((233, 30, 99), (0, 150, 136), (205, 220, 57), (63, 81, 181),
                           (255, 152, 0), (139, 195, 74), (96, 125, 139), (156, 39, 176))  # fmt: skip
@@ -70,12 +69,6 @@ def palette(labels: list[str]) -> dict[str, RGB]:
 
 def _fallback(i: int) -> RGB:
     return ((37 * i + 90) % 256, (91 * i + 40) % 256, (53 * i + 160) % 256)
-
-
-def target_of(picture: MemoryPicture) -> float | None:
-    """The engine's target when the picture has a usable one (a positive number of GiB)."""
-    t = picture.target_gib
-    return t if t is not None and math.isfinite(t) and t > 0 else None
 
 
 def layout(picture: MemoryPicture) -> Layout:

@@ -10,24 +10,21 @@ import math
 from bot.reply import Fix, MemoryPicture, Reply
 
 BAR_WIDTH = 48
-_SYMBOLS = {
-    "weights": "W",
-    "activations": "A",
-    "activations+other": "A",
-    "non-torch": "N",
-    "non torch": "N",
-    "reserved free": "-",
-    "activations and graphs": "A",
-    "cuda graphs": "G",
-    "other": "o",
-    "kv cache": "K",
-    "not used (1-util)": "-",
-    "held by others": "H",
-    "free": ".",
-    "compute buffers": "C",
-    "cuda context": "X",
-    "weights+activations+graphs": "W",
+# each kind of memory by its bar symbol, with the labels that name it (the engines' spellings)
+MEMORY_KINDS: dict[str, tuple[str, ...]] = {
+    "W": ("weights", "weights+activations+graphs"),
+    "A": ("activations", "activations+other", "activations and graphs"),
+    "N": ("non-torch", "non torch"),
+    "G": ("cuda graphs",),
+    "o": ("other",),
+    "K": ("kv cache",),
+    "C": ("compute buffers",),
+    "X": ("cuda context",),
+    "H": ("held by others",),
+    "-": ("not used (1-util)", "reserved free"),
+    ".": ("free",),
 }
+_SYMBOLS = {label: symbol for symbol, labels in MEMORY_KINDS.items() for label in labels}
 SOURCE_LABEL = {
     "log": "from your log",
     "estimated": "estimated",
@@ -47,6 +44,12 @@ ENGINE_LABEL = {
 }
 
 
+def target_of(picture: MemoryPicture) -> float | None:
+    """The engine's target when the picture has a usable one (a positive number of GiB)."""
+    t = picture.target_gib
+    return t if t is not None and math.isfinite(t) and t > 0 else None
+
+
 def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
     """``[WWWWWWWWAAGKKK|....]`` plus a legend line per segment, scaled to the GPU's total; ``|`` marks
     the engine's target (utilization x total) in the cell it falls in, when the picture has one."""
@@ -64,10 +67,8 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
         cells.append(symbol * n)
         used += n
     bar = "".join(cells).ljust(width, " ")
-    target = picture.target_gib
-    if target is not None and not math.isfinite(target):
-        target = None
-    if target is not None and target > 0:  # the engine's target (utilization x total) at its cell
+    target = target_of(picture)
+    if target:  # the engine's target (utilization x total) at its cell
         at = min(width - 1, int(target / total * width))
         bar = bar[:at] + "|" + bar[at + 1 :]
     bar = f"[{bar}]"
@@ -77,7 +78,7 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
         legend.append(
             f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
         )
-    if target is not None and target > 0:
+    if target:
         legend.append(f"  | {'target (util x total)':<26} {target:7.2f} GiB")
     header = f"{picture.title}: {picture.total_gib:.2f} GiB"
     return "\n".join([header, bar, *legend])

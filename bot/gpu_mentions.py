@@ -73,8 +73,6 @@ def _prose(text: str) -> GpuMention | None:
             count = int(m.group("n"))
         elif m.group("w"):
             count = _COUNT_WORDS[m.group("w").lower()]
-        elif m.group(0).rstrip(" .,;:!?)").lower().endswith(("s", "gpus", "cards")) and m.group("tail"):
-            count = None
         mem = float(m.group("mem")) if m.group("mem") else None
         if (
             name.lower().startswith("m")

@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.hub import HUB_BUDGET_SECONDS, HubError
+from bot.hub import HUB_BUDGET_SECONDS, MAX_CONFIG_BYTES, HubError
 from bot.hub import lookup as hub_lookup
 from calculator.catalog import ModelSpec, Variant
 from calculator.from_config import ConfigError, spec_from_config, spec_from_gguf
 from calculator.resolve import NameNotFound, resolve_model
-
-MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
 
 class ModelSourceError(ValueError):

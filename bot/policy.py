@@ -36,8 +36,7 @@ class RateLimiter:
         now = self.clock()
         hits = self._hits.get(key)
         if hits is None:
-            hits = deque()
-            self._hits[key] = hits
+            hits = self._hits[key] = deque()
             if len(self._hits) > self.max_keys:
                 old, _ = self._hits.popitem(last=False)
                 self._noticed.pop(old, None)

@@ -59,8 +59,6 @@ class RuleData:
 
 @dataclass(frozen=True, kw_only=True)
 class _RuleFile:
-    """A rule file."""
-
     source: str | None = None
     rules: list[RuleData]
 

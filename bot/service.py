@@ -20,7 +20,7 @@ from bot.formatter import to_markdown
 from bot.message import IncomingMessage, SlashCommand
 from bot.metrics import Metrics
 from bot.policy import Deduper, RateLimiter
-from bot.redact import Redaction, redact
+from bot.redact import redact, with_notice
 from bot.reply import Reply
 from bot.settings import Limits
 from bot.storage import Storage, StoredDetails
@@ -190,13 +190,7 @@ class GardenService:
                 reply = self.bot.handle(IncomingMessage(platform=msg.platform, mentioned=msg.addressed))
             else:
                 reply = self.bot.triage(paste, addressed=msg.addressed)
-        if kinds:
-            warning = Redaction("", tuple(kinds)).warning()
-            if reply is None:
-                reply = Reply(kind="notice", title="A secret was in your message", summary=warning)
-            else:
-                reply.notes.insert(0, warning)
-        return reply, tuple(kinds)
+        return with_notice(reply, kinds), tuple(kinds)
 
     def reload_knowledge(self, extra_folder) -> tuple[bool, str]:
         """Re-read the built-in and the operator's signature files.  A pack that fails to load leaves

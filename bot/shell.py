@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import re2
@@ -129,14 +130,13 @@ def _looks_like_arguments(argv: list[str], engine: str) -> bool:
     return positionals <= allowed and not any(t.endswith(("?", "!")) for t in rest)
 
 
-def _joined(lines: list[str], start: int) -> tuple[str, int]:
+def _joined(lines: list[str], start: int) -> str:
     text = lines[start]
     i = start
     while text.rstrip().endswith(_CONTINUED) and i + 1 < len(lines) and len(text) < MAX_COMMAND_CHARS:
-        stripped = text.rstrip()
-        text = stripped[:-1].rstrip() + " " + lines[i + 1].strip()
+        text = text.rstrip()[:-1].rstrip() + " " + lines[i + 1].strip()
         i += 1
-    return text, i
+    return text
 
 
 def _split(text: str) -> list[str] | None:
@@ -161,23 +161,21 @@ def _from_line(text: str, line_no: int) -> Command | None:
         env.append(tokens.pop(0).removeprefix("export "))
     while tokens and tokens[0] in ("sudo", "export"):
         tokens.pop(0)
-    interface = "cli"
     if tokens and tokens[0] == "docker":
         image = next((i for i, t in enumerate(tokens) if "vllm" in t or "sglang" in t or "llama.cpp" in t
                       or "text-generation-inference" in t or t.startswith("ollama/")), None)  # fmt: skip
         if image is None:
             return None
-        interface = "docker"
         engine = _engine([tokens[image]]) or (
             "tgi" if "text-generation" in tokens[image] else "llama.cpp" if "llama" in tokens[image] else None
         )
         if engine is None:
             return None
-        return Command(engine, interface, env, tokens, line=line_no)
+        return Command(engine, "docker", env, tokens, line=line_no)
     engine = _engine(tokens)
     if engine is None or not _looks_like_arguments(tokens, engine):
         return None
-    return Command(engine, interface, env, tokens, line=line_no)
+    return Command(engine, "cli", env, tokens, line=line_no)
 
 
 def _literal(node: ast.expr) -> object:
@@ -223,8 +221,7 @@ def find_command(text: str) -> Command | None:
     for m in _COMMAND_START.finditer(data):
         line_no, pos = line_no + data.count(b"\n", pos, m.start()), m.start()
         lines = lines or text.split("\n")
-        joined, _end = _joined(lines, line_no)
-        command = _from_line(joined[:MAX_COMMAND_CHARS], line_no)
+        command = _from_line(_joined(lines, line_no)[:MAX_COMMAND_CHARS], line_no)
         if command is not None:
             found = command
     return found or _python_call(text)
@@ -242,28 +239,18 @@ def render_env(env: list[str]) -> list[str]:
 
 def without_secrets(argv: list[str]) -> list[str]:
     """``argv`` minus flags that carry a key or a token (and their values)."""
-    out: list[str] = []
-    skip = False
-    for i, tok in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        name = tok.split("=", 1)[0]
-        if SECRET_FLAGS.match(name):
-            skip = "=" not in tok and i + 1 < len(argv) and _is_value(argv[i + 1])
-            continue
-        out.append(tok)
-    return out
+    return _drop_flags(argv, lambda name: SECRET_FLAGS.match(name) is not None, set())
 
 
-def _drop_flags(argv: list[str], names: set[str], switches: set[str]) -> list[str]:
+def _drop_flags(argv: list[str], drop: Callable[[str], bool], switches: set[str]) -> list[str]:
+    """``argv`` without the flags ``drop`` names, each with its value (a flag of ``switches`` has none)."""
     out: list[str] = []
     i = 0
     while i < len(argv):
         tok = argv[i]
         name = tok.split("=", 1)[0]
         i += 1
-        if name in names:
+        if drop(name):
             if "=" not in tok and name not in switches and i < len(argv) and _is_value(argv[i]):
                 i += 1
             continue
@@ -300,7 +287,7 @@ def render(
     names: set[str] = set()
     for flag in changes:
         names.update(next((g for g in groups if flag in g), (flag,)))
-    argv = _drop_flags(without_secrets(command.argv), names, switches)
+    argv = _drop_flags(without_secrets(command.argv), names.__contains__, switches)
     for flag, value in changes.items():
         if value is not None:
             argv += [flag] if value == "" else [flag, value]

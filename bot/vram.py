@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import re2
@@ -83,12 +84,10 @@ def parse_args(args: dict[str, str] | None = None, raw: str = "") -> dict[str, s
             named["engine"] = low
             continue
         if "gpu" not in named:
-            try:
+            with suppress(NameNotFound):
                 resolve_gpu(word)
                 named["gpu"] = word
                 continue
-            except NameNotFound:
-                pass
         if "model" not in named:
             named["model"] = word
             continue

@@ -8,7 +8,7 @@ from dataclasses import replace
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.commands import user_command
-from bot.diagnosis.parts import env_fixes, hardware, reply
+from bot.diagnosis.parts import cause, env_fixes, hardware, reply
 from bot.reply import Fix, Reply
 from bot.shell import Command
 from bot.situation import Situation, resolve_pasted_model
@@ -188,6 +188,4 @@ def capability_below(situation: Situation) -> Reply:
     title = situation.root.title
     fixes = env_fixes(situation, situation.root.remedies, situation.engine)
     extra = [] if fixes else [hardware(situation, None)]
-    from bot.diagnosis.parts import cause
-
     return reply(situation, title, cause(situation), fixes, None, extra=extra)

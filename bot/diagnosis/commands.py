@@ -81,8 +81,7 @@ def _gguf_name(situation: Situation) -> str:
     """The GGUF file the llama.cpp budget assumed (the model's Q4_K_M), by its usual file name."""
     if situation.model is None:
         return "MODEL.gguf"
-    base = situation.model.model.id.split("/")[-1]
-    return f"{base}-Q4_K_M.gguf"
+    return situation.model.model.id.split("/")[-1] + "-Q4_K_M.gguf"
 
 
 def user_command(
@@ -122,11 +121,10 @@ def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -
     ):
         env = {**env, "OLLAMA_FLASH_ATTENTION": "1"}
     lines = []
-    server_env = {k: v for k, v in env.items()}
     if "OLLAMA_CONTEXT_LENGTH" in env:
         params.pop("num_ctx", None)
-    if server_env:
-        lines.append(" ".join(f"{k}={v}" for k, v in server_env.items()) + " ollama serve")
+    if env:
+        lines.append(" ".join(f"{k}={v}" for k, v in env.items()) + " ollama serve")
     if params:
         lines.append(f"ollama run {tag}")
         lines += [f">>> /set parameter {k} {v}" for k, v in params.items()]
@@ -136,12 +134,9 @@ def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -
 
 
 def _ollama_tag(situation: Situation) -> str:
-    if (
-        situation.command is not None
-        and situation.command.engine == "ollama"
-        and len(situation.command.argv) > 2
-    ):
-        return situation.command.argv[2]
+    command = situation.command
+    if command is not None and command.engine == "ollama" and len(command.argv) > 2:
+        return command.argv[2]
     name = situation.model_name or ""
     if ":" in name and "/" not in name:
         return name

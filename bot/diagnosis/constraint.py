@@ -97,10 +97,4 @@ def constraint_violated(situation: Situation) -> Reply:
     if category == "max_len_exceeds_model":
         return max_len(situation)
     fixes = env_fixes(situation, situation.root.remedies, situation.engine)
-    return reply(
-        situation,
-        situation.root.title,
-        cause(situation),
-        fixes,
-        None,
-    )
+    return reply(situation, situation.root.title, cause(situation), fixes)

@@ -73,8 +73,7 @@ def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None
             top = min(top, int(goal.free_gib / total * 100) / 100)
         steps = [round(current + UTIL_STEP * i, 2) for i in range(1, 100)]
         for u in (s for s in steps if s <= top):
-            out = _evaluate(budget, plan.with_(util=u))
-            if out is not None and out.serves(goal.length):
+            if _fits(_evaluate(budget, plan.with_(util=u)), goal):
                 return plan.with_(util=u)
         return plan.with_(util=top) if top > current else None
     if goal.free_gib is None or not total:
@@ -88,11 +87,10 @@ def _default_util(budget: Budget) -> float:
     return est.default_util() if hasattr(est, "default_util") else 0.9
 
 
-def _tp(budget: Budget, plan: Plan, situation: Situation) -> Plan | None:
+def _tp(plan: Plan, situation: Situation) -> Plan | None:
     model = situation.model.model if situation.model else None
-    available = situation.gpus.n
     heads = model.num_attention_heads if model else situation.get("num_attention_heads")
-    for tp in range(plan.tp + 1, min(available, 16) + 1):
+    for tp in range(plan.tp + 1, min(situation.gpus.n, 16) + 1):
         if heads and heads % tp == 0:
             return plan.with_(tp=tp)
     return None
@@ -126,7 +124,7 @@ def propose(lever: Lever, budget: Budget, plan: Plan, goal: Goal, situation: Sit
     if knob == "cudagraph_estimate":
         return plan.with_(cudagraph_estimate=False) if plan.cudagraph_estimate and not plan.eager else None
     if knob == "tp":
-        return _tp(budget, plan, situation)
+        return _tp(plan, situation)
     if knob == "max_seqs":
         seqs = _halve(plan.max_seqs, 256, 8) if budget.engine in ("vllm", "sglang") else None
         return plan.with_(max_seqs=seqs) if seqs else None
@@ -136,11 +134,8 @@ def propose(lever: Lever, budget: Budget, plan: Plan, goal: Goal, situation: Sit
     if knob == "gpu_layers":
         return _layers(budget, plan, situation)
     if knob == "kv_offload":
-        return (
-            plan.with_(kv_offload=False)
-            if plan.kv_offload and situation.get("buffer", "CUDA") != "CPU"
-            else None
-        )
+        on_gpu = plan.kv_offload and situation.get("buffer", "CUDA") != "CPU"
+        return plan.with_(kv_offload=False) if on_gpu else None
     return None
 
 
@@ -291,12 +286,7 @@ def _needs_fp8_hardware(lev: Lever, engine: str) -> bool:
 
 
 def _change_text(lev: Lever, plan: Plan) -> str:
-    value: object = {
-        "max_len": plan.max_len,
-        "tp": plan.tp,
-        "pp": plan.pp,
-        "gpu_layers": plan.gpu_layers,
-    }.get(lev.knob, "")
+    value: object = getattr(plan, lev.knob) if lev.knob in ("max_len", "tp", "pp", "gpu_layers") else ""
     if lev.knob == "max_len" and isinstance(value, int):
         value = fmt_tokens(value)
     if lev.knob == "util" and plan.util:

@@ -60,20 +60,9 @@ def in_use(situation: Situation) -> Reply:
     fixes = advice_fixes(situation, situation.root.remedies)
     budget = budget_for(situation)
     if budget is not None and free is not None:
-        goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=free)
-        verified = to_fixes(
-            situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
-        )
-        fixes += verified or _util_within_free(situation, free, total, util)
+        fixes += _verified(situation, budget, free) or _util_within_free(situation, free, total, util)
     out0 = budget.estimate.evaluate(budget.plan0) if budget else None
-    return reply(
-        situation,
-        title,
-        key,
-        fixes,
-        None,
-        picture(out0, "GPU memory"),
-    )
+    return reply(situation, title, key, fixes, memory=picture(out0, "GPU memory"))
 
 
 def _util_within_free(
@@ -92,11 +81,12 @@ def _util_within_free(
                 {"starts": True, "asks_gib": round(lowered * total, 2), "free_gib": free})]  # fmt: skip
 
 
-def _verified(situation: Situation, budget: Budget | None) -> list[Fix]:
-    """The signature's levers as fixes recomputed on the budget (nothing when it cannot be built)."""
+def _verified(situation: Situation, budget: Budget | None, free_gib: float | None = None) -> list[Fix]:
+    """The signature's levers as fixes recomputed on the budget (nothing when it cannot be built);
+    ``free_gib``: the free memory the engine may ask for (utilization errors)."""
     if budget is None:
         return []
-    goal = Goal(length=budget.plan0.max_len, may_shorten=True)
+    goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=free_gib)
     return to_fixes(situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal)
 
 
@@ -208,20 +198,9 @@ def host_short(situation: Situation) -> Reply:
     )
     fixes = advice_fixes(situation, [r for r in situation.root.remedies if r != "check_other_processes"])
     budget = budget_for(situation)
-    if budget is not None and situation.engine == "llama.cpp":
-        goal = Goal(length=budget.plan0.max_len, may_shorten=True)
-        fixes = (
-            to_fixes(situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal)
-            + fixes
-        )
-    return reply(
-        situation,
-        title,
-        key,
-        fixes,
-        None,
-        extra=[hardware(situation, None)] if not fixes else [],
-    )
+    if situation.engine == "llama.cpp":
+        fixes = _verified(situation, budget) + fixes
+    return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 
 def budget_over(situation: Situation) -> Reply:
@@ -239,7 +218,7 @@ def budget_over(situation: Situation) -> Reply:
     ):
         return torch_oom(situation)
     if engine in ("vllm", "sglang"):
-        return no_kv(situation) if situation.root.category == "no_kv_memory" else _engine_oom(situation)
+        return _engine_oom(situation)
     return alloc_failed(situation)
 
 
@@ -273,21 +252,16 @@ def _engine_oom(situation: Situation) -> Reply:
     engine = _name(situation.engine)
     tried = _gib(situation, "tried_mib", "tried_gib")
     free = _gib(situation, "free_mib", "free_gib")
-    title = situation.root.title
     key = f"{engine} filled its share of the GPU, then a later allocation ({fmt_tokens(int(tried * 1024)) + ' MiB' if tried else 'CUDA graphs or activations'}) found no room."
     budget = budget_for(situation)
-    fixes: list[Fix] = []
+    room = None
     if budget is not None:
         est = budget.estimate
         total = est.obs.total_gib.value if isinstance(est, VllmEstimate) and est.obs.total_gib else None
         util = budget.plan0.util or 0.9
-        room = None
         if total and tried is not None:
             room = total * util - max(0.0, tried - (free or 0.0)) - MOVES_GIB
-        goal = Goal(length=budget.plan0.max_len, may_shorten=True, free_gib=room)
-        fixes = to_fixes(
-            situation, budget, candidates(situation, budget, situation.root.remedies, goal), goal
-        )
+    fixes = _verified(situation, budget, room)
     # settings that remove the failing term whatever the numbers (no CUDA graphs for a capture OOM)
     settings = env_fixes(situation, situation.root.remedies, situation.engine)
     for fix in settings:
@@ -296,4 +270,4 @@ def _engine_oom(situation: Situation) -> Reply:
         fixes = _room_for_allocation(situation)
     fixes = settings + [f for f in fixes if f.command not in {s.command for s in settings}]
     fixes += advice_fixes(situation, situation.root.remedies)
-    return reply(situation, title, key, fixes)
+    return reply(situation, situation.root.title, key, fixes)

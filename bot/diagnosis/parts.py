@@ -48,8 +48,7 @@ def fill(template: str, values: dict[str, Any]) -> str:
         text = string.Formatter().vformat(template, (), safe).strip()
     except (ValueError, IndexError, KeyError):
         text = template.strip()
-    sentences = [s for s in _split_sentences(text) if s and not _MISSING.search(s)]
-    return " ".join(sentences)
+    return " ".join(s for s in _split_sentences(text) if s and not _MISSING.search(s))
 
 
 def _split_sentences(text: str) -> list[str]:
@@ -99,22 +98,16 @@ def setup_facts(situation: Situation) -> list[Fact]:
         count = f"{g.n}x " if g.count and g.n > 1 else ""
         src = "user" if g.name and g.name.source == "user" else ("log" if g.name else "catalog")
         facts.append(Fact("GPU", count + name, _reply_source(src)))
-    if g.per_device_gib is not None:
-        facts.append(
-            Fact(
-                "memory per GPU", f"{g.per_device_gib.value:.2f} GiB", _reply_source(g.per_device_gib.source)
-            )
-        )
+    memory = g.per_device_gib
+    if memory is not None:
+        facts.append(Fact("memory per GPU", f"{memory.value:.2f} GiB", _reply_source(memory.source)))
     if situation.model is not None:
         facts.append(Fact("model", situation.model.label, "catalog"))
-    if situation.version_src is not None:
-        how = "" if situation.version_src.source == "log" else f" ({situation.version_src.how})"
+    version = situation.version_src
+    if version is not None:
+        how = "" if version.source == "log" else f" ({version.how})"
         facts.append(
-            Fact(
-                f"{situation.engine} version",
-                f"{situation.version_src.value}{how}",
-                _reply_source(situation.version_src.source),
-            )
+            Fact(f"{situation.engine} version", f"{version.value}{how}", _reply_source(version.source))
         )
     return facts
 
@@ -126,20 +119,14 @@ def _reply_source(source: str) -> Any:
 def picture(outcome: Outcome | None, title: str) -> MemoryPicture | None:
     if outcome is None or not outcome.total_gib:
         return None
-    segs = [
-        MemorySegment(t.name, max(0.0, t.gib), _reply_source(t.source))
-        for t in outcome.terms
-        if t.gib > 0.005
-    ]
+    segs = [MemorySegment(t.name, t.gib, _reply_source(t.source)) for t in outcome.terms if t.gib > 0.005]
     used = sum(s.gib for s in segs)
     top = outcome.target_gib or outcome.total_gib
     if outcome.target_gib and outcome.total_gib - outcome.target_gib > 0.01:
         segs.append(MemorySegment("not used (1-util)", outcome.total_gib - outcome.target_gib, "computed"))
     elif top - used > 0.01:
         segs.append(MemorySegment("free", top - used, "computed"))
-    return MemoryPicture(
-        total_gib=outcome.total_gib, segments=segs, title=title, target_gib=outcome.target_gib
-    )
+    return MemoryPicture(outcome.total_gib, segs, title, outcome.target_gib)
 
 
 _PLACEHOLDER = re2.compile(r"\{([a-z_]+)\}")
@@ -245,8 +232,7 @@ def other_engine_lines(situation: Situation, length: int | None) -> list[Fix]:
             "ollama": ["ollama_context_length", "ollama_kv_cache_type"],
         }.get(engine, ["max_model_len", "kv_cache_dtype"])
         found = candidates(situation, budget, remedies, Goal(length=length, may_shorten=True))
-        fixes = to_fixes(situation, budget, found[-1:] if found else [], Goal(length=length), limit=1)
-        for fix in fixes:
+        for fix in to_fixes(situation, budget, found[-1:], Goal(length=length), limit=1):
             fix.rank = 90
             out.append(fix)
     return out

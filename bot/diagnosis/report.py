@@ -9,6 +9,4 @@ from bot.situation import Situation
 
 
 def report(situation: Situation) -> Reply:
-    title = situation.root.title
-    key = cause(situation)
-    return reply(situation, title, key, [])
+    return reply(situation, situation.root.title, cause(situation), [])

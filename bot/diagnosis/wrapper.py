@@ -23,10 +23,4 @@ def wrapper(situation: Situation, inner: Callable[[str, int], Reply | None], dep
             )
             return found
     fixes = advice_fixes(situation, situation.root.remedies)
-    return reply(
-        situation,
-        situation.root.title,
-        cause(situation),
-        fixes,
-        None,
-    )
+    return reply(situation, situation.root.title, cause(situation), fixes)
