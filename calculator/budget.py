@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
-from calculator.estimate import GGUF_DEFAULT, _gguf_weight_bytes
+from calculator.catalog import GGUF_DEFAULT, GPU, ModelSpec, Variant, gguf_weight_bytes, variant_weight_bytes
 from calculator.llamacpp import LlamaCppEstimate, LlamaCppObserved
 from calculator.ollama import OllamaEstimate
 from calculator.plan import Plan, Sourced
@@ -88,7 +87,7 @@ def gguf_weights(seen: Seen) -> int | None:
     if seen.variant is not None and seen.variant.quant == "gguf":
         return variant_weight_bytes(seen.model, seen.variant)
     named = next((v for v in seen.model.variants if v.quant == "gguf" and v.gguf_type == GGUF_DEFAULT), None)
-    return _gguf_weight_bytes(seen.model, named)[0]
+    return gguf_weight_bytes(seen.model, named)[0]
 
 
 def build(engine: str, seen: Seen, plan0: Plan) -> Budget | None:

@@ -23,6 +23,7 @@ from knowledge.validate import STRICT, positive, validate
 
 T = TypeVar("T")
 LayerKind = Literal["full", "sliding", "chunked", "mla", "linear"]
+GGUF_DEFAULT = "Q4_K_M"  # the GGUF type a name without one means (Ollama's default tag)
 
 # The entries are plain frozen dataclasses, validated by pydantic (knowledge.validate) when a cache
 # entry is built; numbers that must be positive are checked in __post_init__, so a spec built in code
@@ -444,3 +445,18 @@ __all__ = [
     "quant_formats",
     "variant_weight_bytes",
 ]
+
+
+def gguf_weight_bytes(model: ModelSpec, variant: Variant | None) -> tuple[int, str]:
+    """A GGUF file's size and its label: the named file's, else the default type's bits per weight."""
+    if variant is not None:
+        return variant_weight_bytes(model, variant), variant.gguf_type or variant.quant
+    bpw = next(
+        (
+            f.effective_bpw
+            for f in quant_formats().weight_formats
+            if f.name == GGUF_DEFAULT and f.effective_bpw
+        ),
+        4.89,
+    )
+    return int(model.params_b * 1e9 * bpw / 8), f"{GGUF_DEFAULT} (estimated size)"

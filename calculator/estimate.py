@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from calculator.catalog import GPU, ModelSpec, Variant, variant_weight_bytes
+from calculator.catalog import GGUF_DEFAULT, GPU, ModelSpec, Variant, gguf_weight_bytes, variant_weight_bytes
 from calculator.checks import Checked, Interval
 from calculator.commands import (
     llamacpp_command,
@@ -38,7 +38,6 @@ from calculator.versions import CURRENT_VLLM, parse_version
 from calculator.vllm import VllmConfig, derived_max_model_len, loaded_weight_bytes, vllm_budget
 
 EngineName = Literal["vllm", "llama.cpp", "ollama", "sglang"]
-GGUF_DEFAULT = "Q4_K_M"
 MIN_USEFUL_CONTEXT = 4096
 
 
@@ -126,22 +125,6 @@ def _pick_variant(model: ModelSpec, variant: Variant | None, engine: str) -> Var
     return variant
 
 
-def _gguf_weight_bytes(model: ModelSpec, variant: Variant | None) -> tuple[int, str]:
-    if variant is not None:
-        return variant_weight_bytes(model, variant), variant.gguf_type or variant.quant
-    from calculator.catalog import quant_formats
-
-    bpw = next(
-        (
-            f.effective_bpw
-            for f in quant_formats().weight_formats
-            if f.name == GGUF_DEFAULT and f.effective_bpw
-        ),
-        4.89,
-    )
-    return int(model.params_b * 1e9 * bpw / 8), f"{GGUF_DEFAULT} (estimated size)"
-
-
 def _identity(
     model: ModelSpec, variant: Variant | None, gpu: GPU, req: VramRequest, quantization: str
 ) -> dict:
@@ -198,7 +181,7 @@ def _partial_offload(
     model: ModelSpec, variant: Variant | None, gpu: GPU, req: VramRequest, current: VramResult
 ) -> Remedy | None:
     """llama.cpp / Ollama can keep some layers in system RAM: the most layers that fit on the GPU."""
-    weight_bytes, _label = _gguf_weight_bytes(model, variant)
+    weight_bytes, _label = gguf_weight_bytes(model, variant)
     ctx = current.max_model_len or 4096
     total = (req.gpu_memory_gib or gpu.total_gib) * req.gpus
     layers = model.num_hidden_layers + 1
@@ -482,7 +465,7 @@ def _sglang(req: VramRequest, model, variant, gpu: GPU, total: float, notes: lis
 
 
 def _gguf(req: VramRequest, model, variant, gpu: GPU, total_per_gpu: float, notes: list[str]) -> VramResult:
-    weight_bytes, quant_label = _gguf_weight_bytes(model, variant)
+    weight_bytes, quant_label = gguf_weight_bytes(model, variant)
     total = total_per_gpu * req.gpus  # llama.cpp splits layers across GPUs
     if req.gpus > 1:
         notes.append(f"{req.gpus} GPUs: llama.cpp splits layers across them; figures are the sum")

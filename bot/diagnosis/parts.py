@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import re2
 
@@ -16,7 +16,6 @@ from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
 from calculator.catalog import GPU
-from calculator.estimate import EngineName
 from calculator.plan import Outcome
 from calculator.units import fmt_tokens
 from knowledge.features import quant_min_capability, supports
@@ -24,6 +23,9 @@ from knowledge.levers import lever_for
 
 _SENTENCE_END = re2.compile(r"(?:[.!?])\s+")
 _MISSING = re2.compile(r"(?:^|[\s(])\?(?:[\s,.):]|$)")
+
+if TYPE_CHECKING:
+    from calculator.estimate import EngineName
 
 
 class _SafeDict(dict):
@@ -260,7 +262,7 @@ def hardware(situation: Situation, length: int | None) -> Section | None:
     from calculator.matchmaker import gpus_for_model
 
     known = situation.engine in ("vllm", "llama.cpp", "ollama", "sglang")
-    engine = cast(EngineName, situation.engine) if known else "vllm"
+    engine = cast("EngineName", situation.engine) if known else "vllm"
     variant = situation.model.variant
     options = [
         o
