@@ -50,11 +50,16 @@ class DraftAttention:
     mla: bool = False
 
 
+def _last_component(name: str) -> str:
+    """The model a pasted name or path names: its last path component (Windows paths too)."""
+    return name.strip().strip("\"'").replace("\\", "/").rstrip("/").split("/")[-1]
+
+
 def find_drafter(name: str | None) -> Drafter | None:
     """The catalog drafter a pasted name or path stands for (its last path component)."""
     if not name:
         return None
-    query = name.strip().strip("\"'").rstrip("/").replace("\\", "/").split("/")[-1].lower()
+    query = _last_component(name).lower()
     for d in drafters():
         if query == d.id.split("/")[-1].lower() or query in (a.lower() for a in d.aliases):
             return d
@@ -91,7 +96,7 @@ def unknown_draft_note(model: ModelSpec, spec: SpecDecode) -> str | None:
     if spec.method in NO_LAYER_METHODS or draft_attention(model, spec) is not None:
         return None
     if spec.draft_model and not spec.is_mtp:  # a path names its model by its last component
-        what = f"the draft model {spec.draft_model.replace(chr(92), '/').rstrip('/').split('/')[-1]} is"
+        what = f"the draft model {_last_component(spec.draft_model)} is"
     else:
         what = "its draft layers are"
     return (
