@@ -6,8 +6,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from bot.situation import Situation
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS_CANDIDATES = [ROOT.parent / "shared" / "corpus" / "dev.jsonl", ROOT / "tests" / "data" / "dev.jsonl"]
@@ -33,6 +37,16 @@ WILD_LOGS = [
 
 def wild_log(record_id: str) -> dict:
     return next(r for r in WILD_LOGS if r["id"] == record_id)
+
+
+def situation_of(text: str) -> Situation:
+    """The situation the bot reads from a paste with a finding (detect, then bot/situation.py)."""
+    from bot.detector import detect
+    from bot.situation import read
+
+    detection = detect(text)
+    assert detection.root is not None
+    return read(detection, detection.root)
 
 
 def corpus_record(record_id: str) -> dict:

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from bot.detector import detect
-from bot.situation import Situation, read
-from tests.conftest import wild_log
+from tests.conftest import situation_of, wild_log
 
 HOW = "from your log's source line numbers"
 V1_ERROR = (
@@ -16,15 +14,9 @@ V1_ERROR = (
 )
 
 
-def _situation(text: str) -> Situation:
-    detection = detect(text)
-    assert detection.root is not None
-    return read(detection, detection.root)
-
-
 def test_club3090_295_reads_as_022_from_its_kv_cache_lines():
     # club-3090#295 prints no version; [kv_cache_utils.py:1733] / [:1734] and [utils.py:278] are 0.22.x
-    situation = _situation(wild_log("club3090-295-qwen36-27b-autoround-2x3090-p2p-on")["text"])
+    situation = situation_of(wild_log("club3090-295-qwen36-27b-autoround-2x3090-p2p-on")["text"])
     assert situation.version == (0, 22, 0)
     assert situation.version_src is not None
     assert (situation.version_src.value, situation.version_src.source) == ("0.22.0-0.22.1", "estimated")
@@ -33,7 +25,7 @@ def test_club3090_295_reads_as_022_from_its_kv_cache_lines():
 
 def test_a_printed_version_wins():
     # club-3090#612 prints "Initializing a V1 LLM engine (v0.24.0)"; its lines say 0.24.0 too
-    situation = _situation(wild_log("club3090-612-qwen36-35b-a3b-nvfp4-5090")["text"])
+    situation = situation_of(wild_log("club3090-612-qwen36-35b-a3b-nvfp4-5090")["text"])
     assert situation.version == (0, 24, 0)
     assert situation.version_src is not None
     assert (situation.version_src.value, situation.version_src.how) == ("0.24.0", "printed in your log")
@@ -41,7 +33,7 @@ def test_a_printed_version_wins():
 
 def test_two_lines_give_one_release():
     # vllm#13882: 0.7.0-0.7.3 and 0.7.3-0.8.2 meet at 0.7.3
-    situation = _situation(wild_log("vllm13882-qwen25-7b-rtx4060-util070")["text"])
+    situation = situation_of(wild_log("vllm13882-qwen25-7b-rtx4060-util070")["text"])
     assert situation.version == (0, 7, 3)
     assert situation.version_src is not None and situation.version_src.value == "0.7.3"
 
@@ -51,7 +43,7 @@ def test_a_marker_inside_the_range_narrows_it():
     line = (
         "INFO 03-20 10:00:00 [executor_base.py:116] Maximum concurrency for 32768 tokens per request: 2.50x"
     )
-    situation = _situation(f"{line}\n{V1_ERROR}")
+    situation = situation_of(f"{line}\n{V1_ERROR}")
     assert situation.version == (0, 8, 0)
     assert situation.version_src is not None and situation.version_src.value == "0.8.0-0.8.2"
 
@@ -59,13 +51,13 @@ def test_a_marker_inside_the_range_narrows_it():
 def test_a_marker_outside_the_range_leaves_it():
     # [model_runner.py:1115] "Loading model weights took" is 0.7.0-0.7.3 (V1 ran there behind VLLM_USE_V1=1)
     line = "INFO 02-26 10:00:00 [model_runner.py:1115] Loading model weights took 5.2032 GB"
-    situation = _situation(f"{line}\n{V1_ERROR}")
+    situation = situation_of(f"{line}\n{V1_ERROR}")
     assert situation.version == (0, 7, 0)
     assert situation.version_src is not None and situation.version_src.value == "0.7.0-0.7.3"
 
 
 def test_lines_that_fit_no_release_fall_back_to_the_markers():
     # club-3090#104: [gpu_worker.py:460] Available KV cache memory is in no release (a build between them)
-    situation = _situation(wild_log("club3090-104-qwen36-27b-autoround-2x3090")["text"])
+    situation = situation_of(wild_log("club3090-104-qwen36-27b-autoround-2x3090")["text"])
     assert situation.version == (0, 8, 0)
     assert situation.version_src is not None and situation.version_src.value == ">=0.8.0"
