@@ -10,6 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from knowledge.code_cache import install as _install_dataclass_code_cache
+
+_install_dataclass_code_cache()  # before this package builds its first dataclass (knowledge/code_cache.py)
+
 if TYPE_CHECKING:
     from knowledge.loader import KnowledgeBase, KnowledgeError, load_builtin, load_knowledge
     from knowledge.schema import Category, ContextRule, Signature, SignatureFile

@@ -86,7 +86,8 @@ def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b
     return f"{kind}.{h.hexdigest()[:32]}"
 
 
-def _trusted(folder: Path) -> bool:
+def trusted_folder(folder: Path) -> bool:
+    """A directory owned by this user and writable by no one else: the only kind entries are read from."""
     try:
         st = folder.stat()
     except OSError:
@@ -116,7 +117,7 @@ def _write(folder: Path, name: str, value: object) -> None:
 
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _trusted(folder):
+        if not trusted_folder(folder):
             return
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
         try:
@@ -141,7 +142,7 @@ def cached(key: str, build: Callable[[], T], expect: type) -> T:
     folder = cache_dir()
     if folder is None:
         return build()
-    if _trusted(folder):
+    if trusted_folder(folder):
         value = _read(folder / key)
         if isinstance(value, expect):
             # isinstance sees only the outer type; the key (its content hash) pins the rest of T
