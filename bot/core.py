@@ -26,6 +26,8 @@ TEXT_EXTENSIONS = (".txt", ".log", ".md", ".out", ".err", ".json", ".yaml", ".ym
 
 @dataclass
 class Paste:
+    """The text read from a message and its attachments, and what was cut or skipped."""
+
     text: str
     truncated: bool
     skipped: list[str]

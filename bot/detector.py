@@ -32,6 +32,8 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 @dataclass
 class Finding:
+    """One signature that matched: what it is, how urgent, and the numbers it captured."""
+
     signature: str
     category: str
     engine: str
@@ -61,6 +63,8 @@ class Context:
 
 @dataclass
 class Detection:
+    """Everything the detector found in one paste, the root finding first."""
+
     findings: list[Finding]
     context: Context
     normalized: Normalized

@@ -52,6 +52,8 @@ class HubError(Exception):
 
 @dataclass(frozen=True)
 class HubModel:
+    """A repo's config.json and safetensors parameter counts as the Hub gave them."""
+
     repo_id: str
     config: dict[str, Any]
     parameters: dict[str, int]  # safetensors dtype -> parameter count; empty when the Hub had none
@@ -203,6 +205,8 @@ def lookup(repo_id: str, cache_dir: Path, budget: float = HUB_BUDGET_SECONDS) ->
 
 @dataclass
 class _Pending:
+    """A Hub lookup in flight, shared by the callers that wait for it."""
+
     done: threading.Event
     result: HubModel | HubError | None = None
 

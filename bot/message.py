@@ -10,6 +10,8 @@ Platform = Literal["terminal", "discord", "slack", "test"]
 
 @dataclass(frozen=True)
 class Attachment:
+    """A file attached to a message, as much of it as was downloaded."""
+
     filename: str
     content: bytes
     content_type: str | None = None
@@ -19,6 +21,8 @@ class Attachment:
 
 @dataclass(frozen=True)
 class SlashCommand:
+    """A command typed to the bot, with its named options."""
+
     name: str  # "vram", "triage", "help"
     args: dict[str, str] = field(default_factory=dict)  # named options (Discord) or parsed key:value
     raw: str = ""  # the free text after the command (Slack, terminal)
@@ -26,6 +30,8 @@ class SlashCommand:
 
 @dataclass(frozen=True)
 class IncomingMessage:
+    """One message as every platform hands it to the core."""
+
     platform: Platform
     text: str = ""
     attachments: tuple[Attachment, ...] = ()

@@ -25,6 +25,8 @@ class ModelSourceError(ValueError):
 
 @dataclass(frozen=True)
 class ResolvedModel:
+    """A model's geometry and quant, where it came from, and what to say about that."""
+
     model: ModelSpec
     variant: Variant | None
     origin: str  # "catalog", "config.json", "gguf", "hub", "paste"

@@ -186,6 +186,8 @@ class View:
 
 @dataclass(frozen=True)
 class Normalized:
+    """A paste's views for the detector: its physical lines, then its wrap-joined ones."""
+
     views: tuple[View, ...]  # [0] = physical lines, then wrap-joined views (if any line was joined)
 
 

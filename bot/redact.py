@@ -25,6 +25,8 @@ from bot.secret_rules import RuleSet, default_rules
 
 @dataclass(frozen=True)
 class Span:
+    """A secret's byte range in the paste and the kind of secret it is."""
+
     start: int
     end: int
     kind: str
@@ -71,6 +73,8 @@ def _merge(found: list[Span], widen: list[tuple[int, int]]) -> list[Span]:
 
 @dataclass(frozen=True)
 class Redaction:
+    """The paste with its secrets replaced, and which kinds were found."""
+
     text: str
     kinds: tuple[str, ...]  # kinds found, in order of first appearance
 

@@ -15,6 +15,8 @@ ReplyKind = Literal["diagnosis", "vram", "match", "no_finding", "error", "help",
 
 @dataclass
 class Fact:
+    """A labelled number or name in a reply, and where it came from."""
+
     label: str
     value: str
     source: Source = "computed"
@@ -36,6 +38,8 @@ class Fix:
 
 @dataclass
 class MemorySegment:
+    """One part of a GPU's memory in a reply's picture."""
+
     label: str  # weights | activations | graphs | kv | other | free
     gib: float
     source: Source = "estimated"
@@ -43,6 +47,8 @@ class MemorySegment:
 
 @dataclass
 class MemoryPicture:
+    """How a GPU's memory is shared out, for the reply's bar."""
+
     total_gib: float
     segments: list[MemorySegment]
     title: str = "GPU memory"
@@ -51,6 +57,8 @@ class MemoryPicture:
 
 @dataclass
 class Section:
+    """A titled block of a reply: prose, bullets, facts or verbatim log lines."""
+
     heading: str
     body: str = ""  # Markdown-light text: paragraphs and "- " bullets
     facts: list[Fact] = field(default_factory=list)
@@ -59,6 +67,8 @@ class Section:
 
 @dataclass
 class Reply:
+    """The platform-neutral answer: cause, sections, fixes and memory picture."""
+
     kind: ReplyKind
     title: str
     summary: str = ""  # the root cause in two or three sentences

@@ -59,6 +59,8 @@ class RuleData:
 
 @dataclass(frozen=True, kw_only=True)
 class _RuleFile:
+    """The secret rules file as stored: its source and its rules."""
+
     source: str | None = None
     rules: list[RuleData]
 

@@ -56,6 +56,8 @@ SlashUrl = Annotated[str, Convert(lambda v: v + "/" if isinstance(v, str) and no
 
 @dataclass
 class Limits(Checked):
+    """What one paste, one user and one channel may cost the bot."""
+
     paste_max_bytes: Annotated[int, Interval(ge=1024)] = 2 * 1024 * 1024  # text read from one message
     attachment_max_bytes: Annotated[int, Interval(ge=1024)] = 8 * 1024 * 1024  # downloaded per file
     user_per_minute: Annotated[int, Interval(ge=1)] = 6  # replies to one user per minute
@@ -65,6 +67,8 @@ class Limits(Checked):
 
 @dataclass
 class DiscordSettings(Checked):
+    """The Discord bot's token and where and how it answers."""
+
     token: Secret | None = None
     channels: CommaList = field(default_factory=list)  # channel ids where pasted errors are read passively
     passive: bool = True  # answer errors in enabled channels without a mention
@@ -77,6 +81,8 @@ class DiscordSettings(Checked):
 
 @dataclass
 class SlackSettings(Checked):
+    """The Slack app's tokens and where and how it answers."""
+
     bot_token: Secret | None = None
     app_token: Secret | None = None
     signing_secret: Secret | None = None

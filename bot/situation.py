@@ -68,6 +68,8 @@ CONTEXT_FIELDS: dict[str, dict[str, str]] = {
 
 @dataclass
 class Gpus:
+    """The GPUs the paste shows: how many, which, and what memory the engine sees."""
+
     count: Sourced | None = None
     name: Sourced | None = None
     per_device_gib: Sourced | None = None  # what the engine sees as total on one device
@@ -81,6 +83,8 @@ class Gpus:
 
 @dataclass
 class Situation:
+    """What the paste says about the user's setup: engine, version, command, GPUs, model."""
+
     root: Finding
     engine: str
     fork: str | None

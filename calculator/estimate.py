@@ -73,6 +73,8 @@ class VramRequest(Checked):
 
 @dataclass
 class RemedyOut:
+    """A remedy as the JSON output carries it."""
+
     engine: str
     change: str
     command: str

@@ -20,6 +20,8 @@ MAX_SAFE_UTILIZATION = 0.95
 
 @dataclass
 class Remedy:
+    """A change that makes a /vram request fit: the command, what it buys and costs."""
+
     engine: str
     change: str
     command: str

@@ -96,6 +96,8 @@ _VLLM_SETTINGS = (
 
 @dataclass(frozen=True)
 class LogModel:
+    """The model a log describes: its name, and its geometry when the log prints it."""
+
     engine: str  # "llama.cpp", "ollama", "vllm"
     name: str | None  # general.name, a file/model id, or vLLM's model=
     spec: ModelSpec | None = None  # None when the log prints no geometry (vLLM, Ollama's engine line)

@@ -43,6 +43,8 @@ LLAMACPP_KV_BYTES: dict[str, float] = {
 
 @dataclass(frozen=True)
 class SlidingPart:
+    """The sliding-window layers of a model: their bytes per token, window and count."""
+
     bytes_per_token: float
     window: int
     layers: int

@@ -29,6 +29,8 @@ def pad_ctx(n_ctx: int) -> int:
 
 @dataclass
 class LlamaCppConfig:
+    """The llama.cpp settings that change memory: context, cache types, slots, batch."""
+
     n_ctx: int | None = None  # None: as large as fits (what --fit does when -c is not given)
     cache_type_k: str = "f16"
     cache_type_v: str = "f16"
@@ -42,6 +44,8 @@ class LlamaCppConfig:
 
 @dataclass
 class LlamaCppBudget:
+    """llama.cpp's memory on one device: weights, KV cache, compute buffers, free."""
+
     total_gib: float
     weights_gib: float
     weights_on_gpu_gib: float

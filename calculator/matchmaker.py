@@ -35,6 +35,8 @@ _GGUF_ORDER = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "MXFP4", "Q4_0", "Q4_K_S", "I
 
 @dataclass(frozen=True)
 class GpuOption:
+    """A GPU and count that serve the model, with the estimate that shows it."""
+
     gpu: GPU
     count: int
     result: VramResult
@@ -50,6 +52,8 @@ class GpuOption:
 
 @dataclass(frozen=True)
 class ModelOption:
+    """A model and quant that fit the GPU, with the estimate that shows it."""
+
     model: ModelSpec
     variant: Variant | None
     result: VramResult

@@ -51,6 +51,8 @@ def estimated_kv_bytes(
 
 @dataclass
 class OllamaConfig:
+    """The Ollama settings that change memory: context, parallel slots, KV type."""
+
     num_ctx: int | None = None  # None: Ollama's VRAM-tier default
     num_parallel: int = 1
     kv_cache_type: str = "f16"

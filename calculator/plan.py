@@ -62,6 +62,8 @@ class Plan:
 
 @dataclass
 class Term:
+    """One line of a memory budget: what it is, its size and where that came from."""
+
     name: str  # weights | non-torch | activations | cuda graphs | compute buffers | kv cache | ...
     gib: float
     source: Source = "estimated"

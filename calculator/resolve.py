@@ -139,6 +139,8 @@ _FORM_FACTORS = ("pcie", "sxm", "sxm2", "sxm4", "sxm5", "sxm6", "hbm2", "hbm2e",
 
 @dataclass(frozen=True)
 class _GpuQuery:
+    """A typed GPU name split into its words and the memory sizes typed with it."""
+
     base: str  # normalised name without vendor words and without the size
     sizes: tuple[float, ...]  # memory sizes typed with the name, in GB
 

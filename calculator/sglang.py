@@ -46,6 +46,8 @@ def default_mem_fraction_static(gpu_mem_gib: float, tp: int = 1, pp: int = 1) ->
 
 @dataclass
 class SGLangBudget:
+    """SGLang's static pool: the fraction, the weights, and the KV tokens it holds."""
+
     total_gib: float
     mem_fraction_static: float
     weights_gib: float

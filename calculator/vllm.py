@@ -69,6 +69,8 @@ PP_WHOLE_MODEL_CHECK_THROUGH = _release(table("vllm", "pp_whole_model_check_thro
 
 @dataclass
 class VllmConfig:
+    """The vLLM settings that change memory: parallelism, utilization, lengths, dtypes."""
+
     tp: int = 1
     pp: int = 1
     gpu_memory_utilization: float | None = None
@@ -509,6 +511,8 @@ class VllmObserved:
 
 @dataclass
 class VllmEstimate:
+    """vLLM's budget as run, from the paste's settings and what its log observed."""
+
     version: tuple[int, int, int]
     plan0: Plan  # the settings in force (as run)
     obs: VllmObserved

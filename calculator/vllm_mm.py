@@ -60,6 +60,8 @@ class MmProfile:
 
 @dataclass(frozen=True)
 class _Item:
+    """One image's (or frame group's) patches and the tokens it becomes."""
+
     patches: int  # per temporal group (one image, or two frames of a video)
     tokens: int
 

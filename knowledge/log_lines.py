@@ -59,6 +59,8 @@ class LogLineTable:
 
 @dataclass(frozen=True)
 class ReleaseRange:
+    """The releases a paste's source line numbers fit, and how much evidence says so."""
+
     since: str  # the oldest release the paste's lines fit
     last: str  # the newest release they fit
     newest: bool  # ``last`` is the newest release the table knows: a later one may print the same lines
