@@ -15,17 +15,17 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import re2
 
-log = logging.getLogger("gpu_garden.hub")
+if TYPE_CHECKING:
+    import logging
+
 
 HUB_BUDGET_SECONDS = 3.0  # issue 13: a Hub lookup may delay an answer by at most 3 s
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
@@ -69,6 +69,18 @@ class HubModel:
         return max(self.parameters, key=lambda d: self.parameters[d]) if self.parameters else None
 
 
+def _log() -> logging.Logger:
+    import logging  # on first use: a catalog model's /vram never logs here
+
+    return logging.getLogger("gpu_garden.hub")
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 def warm_up() -> None:
     """Import huggingface_hub in the background (about a second on a cold start), so that the first
     lookup of a long-running bot spends its 3 s on the Hub, not on imports."""
@@ -106,7 +118,7 @@ def _write_cache(cache_dir: Path, found: HubModel) -> None:
     path = _cache_file(cache_dir, found.repo_id)
     record = {
         "repo_id": found.repo_id,
-        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fetched": _now(),
         "config": found.config,
         "parameters": found.parameters,
     }
@@ -116,7 +128,7 @@ def _write_cache(cache_dir: Path, found: HubModel) -> None:
         tmp.write_text(json.dumps(record), encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:  # a read-only volume costs a request next time, nothing more
-        log.warning("cannot cache the Hub config of %s: %s", found.repo_id, exc.__class__.__name__)
+        _log().warning("cannot cache the Hub config of %s: %s", found.repo_id, exc.__class__.__name__)
 
 
 def _classify(exc: BaseException, repo_id: str) -> HubError:
@@ -150,7 +162,7 @@ def _parameters(repo_id: str, endpoint: str) -> dict[str, int]:
     try:
         meta = HfApi(endpoint=endpoint).get_safetensors_metadata(repo_id)
     except Exception as exc:  # optional: the config alone still answers
-        log.info("no safetensors metadata for %s: %s", repo_id, exc.__class__.__name__)
+        _log().info("no safetensors metadata for %s: %s", repo_id, exc.__class__.__name__)
         return {}
     counts: dict[str, int] = {}
     for file_meta in meta.files_metadata.values():

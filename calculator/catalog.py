@@ -354,11 +354,17 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 def _files(*names: str) -> list[tuple[str, bytes]]:
     """(name, bytes) of data files: a file name, or a folder name standing for its ``*.yaml``."""
-    paths: list[Path] = []
-    for name in names:
-        path = DATA_DIR / name
-        paths.extend(sorted(path.glob("*.yaml")) if path.is_dir() else [path])
-    return [(p.relative_to(DATA_DIR).as_posix(), p.read_bytes()) for p in paths]
+    return [file for name in names for file in _read_group(name)]
+
+
+@cache
+def _read_group(name: str) -> tuple[tuple[str, bytes], ...]:
+    """One file, or a folder's ``*.yaml``, read once per process (the catalogs and the name index key
+    on the same files)."""
+    path = DATA_DIR / name
+    if not path.is_dir():
+        return ((name, path.read_bytes()),)
+    return tuple((f"{name}/{p.name}", p.read_bytes()) for p in sorted(path.glob("*.yaml")))
 
 
 _CODE = code_digest(Path(__file__).resolve())
