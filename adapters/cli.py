@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -476,20 +476,16 @@ def cmd_platform(args: argparse.Namespace) -> int:
     return _serve(settings, ["slack"])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gpu-garden",
-        description="Reads pasted vLLM / llama.cpp / Ollama / SGLang errors and answers with the memory math and fixes.",
-    )
-    sub = parser.add_subparsers(dest="command")
-    t = sub.add_parser("triage", help="diagnose a pasted log (files or - for stdin)")
+def _triage_flags(t: argparse.ArgumentParser) -> None:
     t.add_argument("files", nargs="*", help="log files; - or nothing reads stdin")
     t.add_argument("--json", action="store_true", help="print findings as JSON")
     t.add_argument("--brief", action="store_true", help="title, the key point and the fix")
     t.add_argument(
         "--full", action="store_true", help="everything: why, numbers with sources, memory, every fix"
     )
-    v = sub.add_parser("vram", help="does a model fit on a GPU, with what context and flags")
+
+
+def _vram_flags(v: argparse.ArgumentParser) -> None:
     v.add_argument("--model", "-m")
     v.add_argument("--gpu", "-g")
     v.add_argument("--gpus", type=int)
@@ -515,46 +511,87 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--parallel", "-np", type=int)
     v.add_argument("--json", action="store_true")
     add_hub_flag(v)
-    hc = sub.add_parser(
-        "healthcheck", help="exit 0 while the bot's heartbeat file is fresh (container healthcheck)"
-    )
+
+
+def _healthcheck_flags(hc: argparse.ArgumentParser) -> None:
     hc.add_argument("--max-age", type=float, default=90.0, help="seconds")
-    st = sub.add_parser("stats", help="most frequent signatures and worst-rated answers from the database")
+
+
+def _stats_flags(st: argparse.ArgumentParser) -> None:
     st.add_argument("--since", default="7d", help="period: 30m, 24h, 7d")
     st.add_argument("--top", type=int, default=10)
     st.add_argument("--config", type=Path, help="YAML settings file")
-    cc = sub.add_parser(
-        "check-config", help="validate settings, tokens and knowledge packs without connecting"
-    )
+
+
+def _check_config_flags(cc: argparse.ArgumentParser) -> None:
     cc.add_argument("--config", type=Path, help="YAML settings file")
     cc.add_argument(
         "--platform",
         choices=("discord", "slack"),
         help="check what this service needs (else GPU_GARDEN_PLATFORM)",
     )
-    kn = sub.add_parser("knowledge", help="list the loaded signatures or test a knowledge pack")
+
+
+def _knowledge_flags(kn: argparse.ArgumentParser) -> None:
     kn.add_argument("--config", type=Path, help="YAML settings file")
     ksub = kn.add_subparsers(dest="action", required=True)
     ksub.add_parser("list", help="every signature in force (built-in and the operator's folder)")
     kt = ksub.add_parser("test", help="validate a pack and run its examples")
     kt.add_argument("file", type=Path)
-    for name in ("discord", "slack"):
-        p = sub.add_parser(
-            name, help=f"run the {name.capitalize()} bot (tokens from the environment or --config)"
-        )
-        add_setting_flags(p)
-        if name == "discord":
-            dsub = p.add_subparsers(dest="action")
-            sync = dsub.add_parser("sync-commands", help="register /vram, /triage and the context menu")
-            sync.add_argument("--guild", help="sync to one guild (instant) instead of globally")
+
+
+def _discord_flags(p: argparse.ArgumentParser) -> None:
+    add_setting_flags(p)
+    dsub = p.add_subparsers(dest="action")
+    sync = dsub.add_parser("sync-commands", help="register /vram, /triage and the context menu")
+    sync.add_argument("--guild", help="sync to one guild (instant) instead of globally")
+
+
+# each command: its help line and what adds its arguments (only the command being run gets them)
+SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "triage": ("diagnose a pasted log (files or - for stdin)", _triage_flags),
+    "vram": ("does a model fit on a GPU, with what context and flags", _vram_flags),
+    "healthcheck": (
+        "exit 0 while the bot's heartbeat file is fresh (container healthcheck)",
+        _healthcheck_flags,
+    ),
+    "stats": ("most frequent signatures and worst-rated answers from the database", _stats_flags),
+    "check-config": ("validate settings, tokens and knowledge packs without connecting", _check_config_flags),
+    "knowledge": ("list the loaded signatures or test a knowledge pack", _knowledge_flags),
+    "discord": ("run the Discord bot (tokens from the environment or --config)", _discord_flags),
+    "slack": ("run the Slack bot (tokens from the environment or --config)", add_setting_flags),
+}
+
+
+def _command_named(words: Sequence[str]) -> str | None:
+    """The command the arguments run, when their first word names one (before it the top-level
+    parser takes only -h); None otherwise, and then every command gets its arguments."""
+    first = next((w for w in words if not w.startswith("-")), None)
+    return first if first in SUBCOMMANDS else None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, only the command it names gets its arguments (building all of them is
+    a good part of a cold start), which parses ``argv`` exactly as the whole parser does."""
+    parser = argparse.ArgumentParser(
+        prog="gpu-garden",
+        description="Reads pasted vLLM / llama.cpp / Ollama / SGLang errors and answers with the memory math and fixes.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    wanted = _command_named(argv) if argv is not None else None
+    for name, (text, add_flags) in SUBCOMMANDS.items():
+        command = sub.add_parser(name, help=text)
+        if wanted is None or wanted == name:
+            add_flags(command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     try:
         if args.command == "triage":
             return cmd_triage(args, stdin, stdout)

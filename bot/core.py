@@ -6,7 +6,6 @@ the diagnosis and ``/vram``, only when a finding or a command needs them).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -18,7 +17,6 @@ from bot.textdecode import decode_text, needs_sniffing
 if TYPE_CHECKING:
     from bot.vram import ModelLookup
 
-log = logging.getLogger("gpu_garden.core")
 
 DEFAULT_PASTE_LIMIT = 20 * 1024 * 1024  # bytes of text the detector reads from one message
 TEXT_EXTENSIONS = (".txt", ".log", ".md", ".out", ".err", ".json", ".yaml", ".yml", ".py", ".sh", "")
@@ -142,6 +140,9 @@ def diagnose_safely(detection: Detection) -> Reply | None:
     try:
         return diagnose(detection)
     except Exception as exc:
+        import logging  # only for a failed diagnosis: a start need not import it
+
+        log = logging.getLogger("gpu_garden.core")
         root = detection.root
         log.warning(
             "diagnosis of %s failed (%s); answering with the signature's text",
