@@ -16,7 +16,7 @@ from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
 from calculator.commands import spellings
-from calculator.from_log import speculative_config
+from calculator.from_log import SPEC_CUT_NOTE, speculative_config, speculative_cut
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
 from calculator.spec_decode import SpecDecode, unknown_draft_note
@@ -321,6 +321,8 @@ def read(detection: Detection, root: Finding) -> Situation:
     spec = speculative_config(text) if engine == "vllm" else None
     if spec is not None and model is not None and (note := unknown_draft_note(model.model, spec)):
         notes.append(note)
+    elif spec is None and engine == "vllm" and speculative_cut(text):
+        notes.append(SPEC_CUT_NOTE)
     return Situation(
         root=root,
         engine=engine,

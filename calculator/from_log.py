@@ -483,6 +483,27 @@ def speculative_config(text: str) -> SpecDecode | None:
     return None
 
 
+_SPEC_OPEN = re2.compile(r"""speculative_config['"]?:\s*\{[^}]*$|SpeculativeConfig\([^)]*$""")
+SPEC_CUT_NOTE = (
+    "your run decodes speculatively, but the paste cuts its speculative config off, so the KV pool is "
+    "counted without the drafter's layers (paste the whole args line to count them)"
+)
+
+
+def speculative_cut(text: str) -> bool:
+    """vLLM's args or config dump show a speculative config but end inside it, or inside its key (a
+    long line cut by a chat or an issue form: ``... 'enable_chunked_prefill': True, 'specula``); only
+    the speculative settings start with ``specu``, and the args list only what was set."""
+    if not isinstance(text, str) or not ("non-default args" in text or "SpeculativeConfig(" in text):
+        return False
+    for line in _lines_with(text, "non-default args", "SpeculativeConfig("):
+        tail = line.rstrip()
+        key = tail[tail.rfind("'") + 1 :]
+        if (len(key) >= 5 and "speculative_config".startswith(key)) or _SPEC_OPEN.search(tail):
+            return True
+    return False
+
+
 def _spec_decode(body: str) -> SpecDecode | None:
     pairs = {m.group(1): m.group(2).strip("'\"") for m in _SPEC_PAIR.finditer(body)}
     raw = next((pairs[k] for k in _SPEC_TOKENS if k in pairs), None)

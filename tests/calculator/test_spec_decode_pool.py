@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 
 from calculator import vllm
-from calculator.from_log import speculative_config
+from calculator.from_log import SPEC_CUT_NOTE, speculative_config, speculative_cut
 from calculator.kv import vllm_layout
 from calculator.resolve import resolve_model
 from calculator.spec_decode import SpecDecode, draft_attention, find_drafter
 from calculator.units import GIB
 from calculator.vllm import kv_capacity, reported_kv_tokens
+from tests.conftest import situation_of
 from tests.conftest import wild_log as record
 
 QWEN36_27B = "Qwen/Qwen3.6-27B"
@@ -48,6 +49,26 @@ def test_a_cut_args_line_gives_no_speculative_config():
     # club-3090 PR #594: the args line ends at 'specula' (the number of draft tokens is not shown)
     assert speculative_config(record("club3090-pr594-qwen36-27b-fp8-2x3090")["text"]) is None
     assert speculative_config("'speculative_config': {'method': 'mtp'}") is None
+
+
+def test_a_speculative_config_cut_off_is_seen_as_one():
+    cut = record("club3090-pr594-qwen36-27b-fp8-2x3090")["text"]  # the args line ends at 'specula'
+    assert speculative_cut(cut)
+    args = "INFO 07-06 10:43:59 [api_utils.py:273] non-default args: {'model': 'x', 'max_num_seqs': 2, "
+    assert not speculative_cut(args + "'enable_chunked_prefill': True}")
+    assert not speculative_cut(args + "'enable_chunked_prefill': True, 'spe")  # too short to be only it
+    assert speculative_cut(args + "'speculative_config': {'method': 'mtp', 'num_specul")
+    dump = "Initializing a V1 LLM engine (v0.20.1) with config: model='/m', speculative_config="
+    assert speculative_cut(dump + "SpeculativeConfig(method='dflash', model='/d', num_sp")
+    assert not speculative_cut(dump + "None, tokenizer='/m', skip_tokenizer_init=False")
+    assert not speculative_cut(dump + "SpeculativeConfig(method='mtp', num_spec_tokens=3), tokenizer='/m'")
+
+
+def test_a_reply_says_a_cut_speculative_config_is_not_counted():
+    notes = situation_of(record("club3090-pr594-qwen36-27b-fp8-2x3090")["text"]).notes
+    assert SPEC_CUT_NOTE in notes
+    whole = record("club3090-95-qwen36-27b-dflash-2gpu-bf16kv")["text"]  # its config is read whole
+    assert SPEC_CUT_NOTE not in situation_of(whole).notes
 
 
 def test_mtp_drafts_with_the_models_own_layer_in_the_targets_group():
