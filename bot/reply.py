@@ -83,12 +83,15 @@ class Reply:
     engine: str | None = None  # the paste's engine: its fixes come first
 
     def chat_fixes(self) -> tuple[list[Fix], list[Fix]]:
-        """(the fix and at most two alternatives for the paste's engine, one fix per other engine)."""
+        """(the fix and at most two alternatives for the paste's engine, one fix per other engine).
+
+        Another engine's fix is shown as one command line, so one with no command (flags to add to a
+        command the paste does not have) is left to the full reply rather than printed as an empty one."""
         ranked = sorted(self.fixes, key=lambda f: f.rank)
         own = [f for f in ranked if f.engine in (self.engine, "any", None) or self.engine is None]
         others: dict[str, Fix] = {}
         for f in ranked:
-            if f not in own:
+            if f not in own and f.command:
                 others.setdefault(f.engine, f)
         return own[:3], list(others.values())
 

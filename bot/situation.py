@@ -295,9 +295,21 @@ def _setting_value(setting: str, raw: str) -> Any:
     return raw
 
 
+# flags that make an engine print something and exit without loading a model (llama.cpp common/arg.cpp:
+# --list-devices "print list of available devices and exit", --version, -h/--help; vLLM's --version, --help):
+# a command with one is the user's look at the machine, not the run that failed, so no fix is built on it
+_QUERY_FLAGS = frozenset({"--list-devices", "--version", "--help", "-h"})
+
+
+def _launch_command(command: Command | None) -> Command | None:
+    if command is None or any(tok.partition("=")[0] in _QUERY_FLAGS for tok in command.argv):
+        return None
+    return command
+
+
 def read(detection: Detection, root: Finding) -> Situation:
     text = detection.normalized.views[0].text
-    command = find_command(text)
+    command = _launch_command(find_command(text))
     engine = _engine_of(detection, root, command)
     notes: list[str] = []
     context = safe_fields(dict(detection.context.fields))  # a GPU name or model id that is not one stays out

@@ -22,7 +22,9 @@ from knowledge.features import quant_min_capability, supports
 from knowledge.levers import lever_for
 
 _SENTENCE_END = re2.compile(r"(?:[.!?])\s+")
-_MISSING = re2.compile(r"(?:^|[\s(])\?(?:[\s,.):]|$)")
+# what an unknown {name} becomes until its sentence is dropped: not "?", which would end the sentence there
+_UNKNOWN = "\ufffc"
+_MISSING = re2.compile(_UNKNOWN)
 
 if TYPE_CHECKING:
     from calculator.estimate import EngineName
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 class _SafeDict(dict):
     def __missing__(self, key: str) -> str:
-        return "?"
+        return _UNKNOWN
 
 
 def fmt(value: Any) -> str:

@@ -249,3 +249,41 @@ def test_harmless_ctx_info_alone_is_only_a_report():
     )
     detection = detect(text)
     assert {f.severity for f in detection.findings} == {"info"}
+
+
+# ---------------------------------------------------------------- the request longer than the slot
+
+
+def test_server_request_wrapped_over_lines_keeps_both_numbers():
+    # the §1.7 wording (llama.cpp since #18174) as a chat client wraps it
+    root, _ = _root(
+        "error: request (8312 tokens)\nexceeds the available context size (4096 tokens),\ntry increasing it"
+    )
+    assert root.signature == "llamacpp.context_exceeded.server"
+    assert root.params == {"requested_tokens": 8312, "n_ctx": 4096}
+
+
+def test_slot_line_gives_the_numbers_the_old_error_does_not_print():
+    # the 2024-09 .. 2025-10 error text names no numbers; the slot's "new prompt" line above it does
+    text = (
+        "slot update_slots: id  0 | task 7 | new prompt, n_ctx_slot = 4096, n_keep = 0, n_prompt_tokens = 5200\n"
+        "slot      release: id  0 | task 7 | stop processing: n_past = 0, truncated = 0\n"
+        "srv    send_error: task id = 7, error: the request exceeds the available context size. "
+        "try increasing the context size or enable context shift"
+    )
+    root, _ = _root(text)
+    assert root.signature == "llamacpp.context_exceeded.server"
+    assert root.params == {"requested_tokens": 5200, "n_ctx": 4096}
+
+
+def test_a_slot_line_far_from_the_error_is_not_read_as_its_numbers():
+    lines = [
+        "slot update_slots: id  0 | task 7 | new prompt, n_ctx_slot = 4096, n_keep = 0, n_prompt_tokens = 900"
+    ]
+    lines += [
+        f"slot update_slots: id  0 | task 7 | prompt processing progress, n_past = {n}" for n in range(5)
+    ]
+    lines += ["srv    send_error: task id = 9, error: the request exceeds the available context size."]
+    root, _ = _root("\n".join(lines))
+    assert root.signature == "llamacpp.context_exceeded.server"
+    assert "requested_tokens" not in root.params

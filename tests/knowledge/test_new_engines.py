@@ -225,7 +225,22 @@ def test_port_in_use_reads_host_and_port():
         "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use"
     )
     assert root.signature == "common.port_in_use"
-    assert root.params == {"host": "127.0.0.1", "port": 30000}
+    assert root.params == {"host": "127.0.0.1", "port": "30000"}
+
+
+def test_port_in_use_prints_the_port_as_the_shell_needs_it():
+    # a port is a name, not a quantity: "grep :30,000" would match nothing
+    from bot.diagnosis import diagnose
+
+    reply = diagnose(
+        detect(
+            "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address already in use"
+        )
+    )
+    assert reply is not None
+    steps = "\n".join(section.body for section in reply.sections)
+    assert "ss -ltnp | grep :30000 (or lsof -i :30000)" in steps
+    assert "30,000" not in reply.summary + steps
 
 
 def test_gated_repo_outranks_not_found_when_both_print():

@@ -256,3 +256,63 @@ def test_using_max_model_len_log_line():
         "(EngineCore pid=3) INFO 11-01 10:00:00 [model.py:1600] Using max model len 40960"
     ).context.fields
     assert ctx["max_model_len"] == 40960
+
+
+# --- multimodal encoder cache and sampler warm-up (vLLM V1) ---------------------------------------------
+
+# vllm/v1/engine/input_processor.py InputProcessor._validate_model_input, the f-string as written there
+ENCODER_CACHE_MESSAGE = (
+    "The {prompt_type} prompt contains a(n) {modality} item with {num_embeds} embedding tokens, which exceeds "
+    "the pre-allocated encoder cache size {size}. Please reduce the input size or increase the encoder cache "
+    "size by setting --limit-mm-per-prompt at startup."
+)
+
+
+def test_encoder_cache_reads_the_embedding_token_wording():
+    text = "(APIServer pid=1) vllm.exceptions.VLLMValidationError: " + ENCODER_CACHE_MESSAGE.format(
+        prompt_type="decoder", modality="video", num_embeds=20160, size=16384
+    )
+    root = detect(text).root
+    assert root is not None and root.signature == "vllm.context_exceeded.encoder_cache"
+    assert root.params == {"modality": "video", "mm_tokens": 20160, "encoder_cache_tokens": 16384}
+
+
+def test_encoder_cache_reads_the_length_wording_wrapped_by_a_terminal():
+    text = (
+        "(APIServer pid=1) ValueError: The decoder prompt contains a(n) image item with\n"
+        "length 6105, which exceeds the pre-allocated encoder cache size 6084. Please\n"
+        "reduce the input size or increase the encoder cache size by setting\n"
+        "--limit-mm-per-prompt at startup."
+    )
+    root = detect(text).root
+    assert root is not None and root.signature == "vllm.context_exceeded.encoder_cache"
+    assert root.params == {"modality": "image", "mm_tokens": 6105, "encoder_cache_tokens": 6084}
+
+
+def test_encoder_cache_is_not_a_prompt_longer_than_max_model_len():
+    text = ENCODER_CACHE_MESSAGE.format(prompt_type="decoder", modality="image", num_embeds=4641, size=3721)
+    assert "vllm.context_exceeded.decoder_prompt" not in _ids(text)
+
+
+def test_pooler_warmup_oom_is_the_sampler_signature_with_its_request_count():
+    # vllm/v1/worker/gpu_model_runner.py _dummy_pooler_run_task, the message as written there
+    text = (
+        "RuntimeError: CUDA out of memory occurred when warming up pooler (task='embed') with 256 dummy "
+        "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine."
+    )
+    root = detect(text).root
+    assert root is not None and root.signature == "vllm.gpu_oom.sampler_warmup"
+    assert root.params == {"max_num_seqs": 256}
+
+
+def test_sampler_warmup_outranks_the_torch_oom_of_another_rank():
+    text = (
+        "(Worker_TP0 pid=11) ERROR 12-23 23:04:22 [core.py:1525] RuntimeError: CUDA out of memory occurred when "
+        "warming up sampler with 1024 dummy requests. Please try lowering `max_num_seqs` or "
+        "`gpu_memory_utilization` when initializing the engine.\n"
+        "(Worker_TP1 pid=12) ERROR 12-23 23:04:22 [core.py:1525] torch.OutOfMemoryError: CUDA out of memory. "
+        "Tried to allocate 1.74 GiB. GPU 0 has a total capacity of 94.99 GiB of which 1.02 GiB is free."
+    )
+    root = detect(text).root
+    assert root is not None and root.signature == "vllm.gpu_oom.sampler_warmup"
+    assert root.params == {"max_num_seqs": 1024}

@@ -1,0 +1,21 @@
+"""A cause template's sentence that names a number the paste lacks is dropped whole, not cut."""
+
+from __future__ import annotations
+
+from bot.diagnosis.parts import fill
+
+
+def test_a_sentence_whose_number_is_missing_is_dropped_whole():
+    template = "The request needs {requested_tokens} tokens but a slot holds {n_ctx}.  Slots split -c."
+    assert fill(template, {"n_ctx": 2048}) == "Slots split -c."
+
+
+def test_a_question_mark_still_ends_a_sentence():
+    assert fill("Is it {a}? It is {b}.", {"a": 1}) == "Is it 1?"
+
+
+def test_every_number_present_keeps_every_sentence():
+    template = "The request needs {requested_tokens} tokens but a slot holds {n_ctx}.  Slots split -c."
+    assert fill(template, {"requested_tokens": 2059, "n_ctx": 2048}) == (
+        "The request needs 2,059 tokens but a slot holds 2,048. Slots split -c."
+    )
