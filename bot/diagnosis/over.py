@@ -76,9 +76,12 @@ def _util_within_free(
     if not 0.05 <= lowered < util:
         return []
     command = user_command(situation, "vllm", {"--gpu-memory-utilization": f"{lowered:.2f}"})
-    effect = f"asks for {lowered * total:.2f} GiB of the {free:.2f} GiB free; the KV cache gets {(util - lowered) * total:.2f} GiB less"
-    return [Fix("vllm", f"gpu memory utilization {lowered:.2f}", command, effect, "a smaller KV cache", 1,
-                {"starts": True, "asks_gib": round(lowered * total, 2), "free_gib": free})]  # fmt: skip
+    asks = lowered * total  # the weights, activations and KV cache must fit in it: unchecked without a model
+    effect = (f"asks for {asks:.2f} GiB of the {free:.2f} GiB free; the KV cache gets {(util - lowered) * total:.2f} GiB "
+              f"less, so this starts only if your model's weights, activations and one request's KV cache fit in {asks:.2f} GiB")  # fmt: skip
+    # unchecked, so after what finds the other process (rank 5 or 50)
+    return [Fix("vllm", f"gpu memory utilization {lowered:.2f}", command, effect, "a smaller KV cache", 60,
+                {"starts": None, "asks_gib": round(asks, 2), "free_gib": free})]  # fmt: skip
 
 
 def _verified(situation: Situation, budget: Budget | None, free_gib: float | None = None) -> list[Fix]:
