@@ -150,6 +150,10 @@ def request_too_long(situation: Situation) -> Reply:
         fixes += to_fixes(situation, budget, found, goal, limit=1)
     if asked and not any(f.engine == situation.engine for f in fixes):
         fixes += _fitted_context(situation, _round_up(int(asked)))
+    if asked and limit and not prompt and asked > limit:  # the request's split is not shown: all of it
+        fixes.append(Fix("any", f"send at most {fmt_tokens(limit)} tokens in one request", "",
+                         f"the request is {fmt_tokens(int(asked) - int(limit))} tokens over what the server holds",
+                         "a shorter prompt or answer", 3, {"kind": "request", "max_request_tokens": int(limit)}))  # fmt: skip
     key: str | None = (
         f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
     )
@@ -164,15 +168,17 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
     ``-c N --fit on`` (b7407+: layers move to the CPU so the context fits), Ollama ``OLLAMA_CONTEXT_LENGTH``
     (v0.30+ hands the layer placement to llama.cpp's --fit)."""
     engine, version, fork = situation.engine, situation.version, situation.fork
-    check = {"kind": "auto-fit", "starts": "layers placed by the engine", "serves": length}
+    # unsized: layers can move to the CPU, the KV cache of that many tokens must still fit somewhere
+    check = {"kind": "auto-fit", "starts": "if the KV cache fits in GPU + CPU memory", "serves": length}
+    bound = f"; it starts only if the KV cache of {fmt_tokens(length)} tokens fits in your GPU and CPU memory"
     if engine == "llama.cpp" and supports(version, "llamacpp.fit", fork) is not False:
         command = user_command(situation, "llama.cpp", {"-c": str(length), "-ngl": None, "--fit": "on"})
         return [Fix("llama.cpp", f"serve {fmt_tokens(length)} tokens and let --fit place the layers", command,
-                    "llama.cpp b7407+ moves layers to the CPU until the context fits", "slower generation if layers move to the CPU", 2,
+                    "llama.cpp b7407+ moves layers to the CPU until the context fits" + bound, "slower generation if layers move to the CPU", 2,
                     {**check, "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
     if engine == "ollama" and supports(version, "ollama.context_length_env", fork) is not False:
         return [Fix("ollama", f"serve {fmt_tokens(length)} tokens", f"OLLAMA_CONTEXT_LENGTH={length} ollama serve",
-                    "Ollama places the layers so the context fits", "slower generation if layers move to the CPU", 2,
+                    "Ollama places the layers so the context fits" + bound, "slower generation if layers move to the CPU", 2,
                     {**check, "needs": "Ollama 0.5.13 or newer"})]  # fmt: skip
     return []
 

@@ -45,3 +45,21 @@ def test_transformers_generation_capped_at_the_positions():
         ranked_fixes(text)[0].command
         == 'model.generate(**inputs, max_new_tokens=2048 - inputs["input_ids"].shape[-1])'
     )
+
+
+# qwen-code#371 (tests/data/wild_2026.jsonl qwencode371-slot-9m-prompt): a 9-million-token prompt
+LLAMA_SERVER_9M = (
+    "slot update_slots: id  0 | task 2119 | new prompt, n_ctx_slot = 131072, n_keep = 0, n_prompt_tokens = 8960912\n"
+    "srv    send_error: task id = 2119, error: the request exceeds the available context size. try increasing "
+    "the context size or enable context shift\n"
+)
+
+
+def test_a_request_over_the_slot_says_the_bound_and_what_an_unsized_context_needs():
+    fit, bound = ranked_fixes(LLAMA_SERVER_9M)
+    assert fit.adds == "-c 8961024 --fit on"
+    assert fit.effect.endswith(
+        "it starts only if the KV cache of 8,961,024 tokens fits in your GPU and CPU memory"
+    )
+    assert (bound.change, bound.command) == ("send at most 131,072 tokens in one request", "")
+    assert bound.effect == "the request is 8,829,840 tokens over what the server holds"
