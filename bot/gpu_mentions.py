@@ -91,3 +91,31 @@ def gpu_mentions(text: str) -> list[GpuMention]:
     bytes, encoded once: RE2 encodes a ``str`` on every call and maps match offsets back)."""
     data = text.encode("utf-8", "surrogatepass")
     return [g for g in (_smi(data), _device_list(data), _prose(text)) if g is not None]
+
+
+# the GPU software stack a paste's lines name, in this order (a ROCm build of PyTorch says "HIP out of
+# memory" but also "cuda:0"; llama.cpp names its backend: ggml_vulkan, ggml_metal, ggml_sycl, ROCm0)
+_BACKEND_MARKS = (
+    (
+        "rocm",
+        ("HIP out of memory", "hipMalloc", "hipError", "HIP error", "ROCm", "rocm", "ggml_hip", "amdgpu"),
+    ),
+    (
+        "xpu",
+        ("XPU out of memory", "xpu:", "SYCL", "ggml_sycl", "Level Zero", "level_zero", "UR_RESULT_ERROR"),
+    ),
+    ("metal", ("ggml_metal", "MPS backend out of memory", "MTLDevice", "Metal")),
+    ("vulkan", ("ggml_vulkan", "Vulkan", "ErrorOutOfDeviceMemory")),
+)
+_VENDOR_BACKEND = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "metal"}
+
+
+def gpu_backend(text: str, vendor: str | None) -> str | None:
+    """cuda, rocm, xpu, metal or vulkan: an NVIDIA card's tools answer whatever backend runs on it, else
+    the stack the lines name, else the catalog vendor's own; None when nothing says."""
+    if vendor == "nvidia":
+        return "cuda"
+    found = next((stack for stack, marks in _BACKEND_MARKS if any(m in text for m in marks)), None)
+    return (
+        found or _VENDOR_BACKEND.get(vendor or "") or ("cuda" if "CUDA" in text or "cuda" in text else None)
+    )

@@ -11,7 +11,7 @@ from typing import Any
 import re2
 
 from bot.detector import Detection, Finding
-from bot.gpu_mentions import gpu_mentions
+from bot.gpu_mentions import gpu_backend, gpu_mentions
 from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
@@ -75,6 +75,7 @@ class Gpus:
     per_device_gib: Sourced | None = None  # what the engine sees as total on one device
     gpu: GPU | None = None  # the catalog entry
     note: str = ""
+    backend: str | None = None  # cuda | rocm | xpu | metal | vulkan (bot/gpu_mentions.gpu_backend)
 
     @property
     def n(self) -> int:
@@ -193,6 +194,7 @@ def _read_gpus(detection: Detection, text: str) -> Gpus:
         gpus.gpu, gpus.note = _resolve_gpu(query, size)
     if gpus.per_device_gib is None and gpus.gpu is not None:
         gpus.per_device_gib = Sourced(round(gpus.gpu.total_gib, 2), "catalog", gpus.gpu.name)
+    gpus.backend = gpu_backend(text, gpus.gpu.vendor if gpus.gpu else None)
     return gpus
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 _FILE = Path(__file__).with_name("levers.yaml")
 _CONDITION = r"not [a-z_]+|[a-z_]+ > (?:[a-z_]+|[0-9]+(?:\.[0-9]+)?)"
 
+Backend = Literal["cuda", "rocm", "xpu", "metal", "vulkan"]
 Knob = Literal[
     "max_len", "kv_dtype", "util", "eager", "cudagraph_estimate", "tp", "pp", "max_seqs",
     "batched_tokens", "kv_cache_gib", "gpu_layers", "cpu_moe", "kv_offload", "flash_attn", "none",
@@ -64,6 +65,8 @@ class Lever:
     effect: str = ""  # what a fixed setting achieves (knob none); default: the change itself
     engines: dict[str, Spelling] = field(default_factory=dict)
     command: str | None = None  # a diagnostic command (advice levers)
+    # the diagnostic on another GPU stack (None: it has no such tool), where it differs from ``command``
+    commands_on: dict[Backend, str | None] = field(default_factory=dict)
     # conditions on the paste's numbers, all of which must hold: "a > b", "a > 1", "not a"
     when: list[str] = field(default_factory=list)
 
@@ -71,6 +74,10 @@ class Lever:
         for condition in self.when:
             if not re2.fullmatch(_CONDITION, condition):
                 raise ValueError(f"lever {self.id}: condition {condition!r} is not 'a > b' or 'not a'")
+
+    def command_for(self, backend: str | None) -> str | None:
+        """The diagnostic command on ``backend`` (cuda, rocm, xpu, metal, vulkan; None: not known)."""
+        return self.commands_on.get(backend, self.command) if backend else self.command  # type: ignore[call-overload]
 
     def holds(self, get: Callable[[str], Any]) -> bool:
         """Every ``when`` condition holds on the values ``get`` reads (a missing value never does)."""

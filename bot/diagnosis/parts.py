@@ -155,15 +155,16 @@ def advice_fixes(situation: Situation, remedies: list[str]) -> list[Fix]:
     out: list[Fix] = []
     for name in remedies:
         lev = lever_for(name)
-        if lev is None or lev.knob != "none" or not lev.command:
+        template = lev.command_for(situation.gpus.backend) if lev is not None and lev.knob == "none" else None
+        if lev is None or not template:
             continue
-        command = filled(lev.command, situation)
+        command = filled(template, situation)
         if command is None or any(f.command == command for f in out):
             continue
         effect = (
             filled(lev.effect, situation, fmt) if lev.effect else "shows what holds the memory"
         ) or lev.change
-        sized = command != lev.command  # an action sized by the paste's numbers, else a diagnostic
+        sized = command != template  # an action sized by the paste's numbers, else a diagnostic
         kind = "request" if sized else "diagnostic"
         out.append(Fix("any", lev.change, command, effect, lev.cost, 5 if sized else 50, {"kind": kind}))
     return out
