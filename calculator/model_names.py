@@ -49,9 +49,11 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("bnb-nf4", "bnb-4bit"),
     ("awq-int4", "awq"),
     ("int4-awq", "awq"),
+    ("awq-4bit", "awq"),
     ("awq", "awq"),
     ("gptq-int4", "gptq"),
     ("gptq-4bit", "gptq"),
+    ("4bit-gptq", "gptq"),
     ("gptq-int8", "gptq-int8"),
     ("gptq-8bit", "gptq-int8"),
     ("gptq", "gptq"),
@@ -73,7 +75,23 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("fp16", "fp16"),
 )
 
-_SHARD = re2.compile(r"(?i)[-_.]?0*\d+-of-0*\d+$")
+# gguf-split shards (``-00001-of-00003``), also with LM Studio's ``-split`` word before the numbers
+_SHARD = re2.compile(r"(?i)(?:[-_.]split)?[-_.]?0*\d+-of-0*\d+$")
+
+
+# Spellings of one name that file and repo names use: ``qwen1_5-1_8b`` is Qwen1.5-1.8B (an underscore
+# where a dot cannot go in a file name), ``Meta-Llama-3.3-70B`` is Llama-3.3-70B (Meta's name before the
+# 3.1 release dropped it). Tried only after the name as typed matched nothing.
+_DIGIT_UNDERSCORE = re2.compile(r"([0-9])_([0-9])")
+_META_PREFIX = re2.compile(r"(?i)^meta[-_ ](llama)")
+
+
+def spellings(base: str) -> list[str]:
+    """``base`` and the other spellings of it (see above), without repeats, ``base`` first."""
+    out = [base]
+    for pattern, repl in ((_DIGIT_UNDERSCORE, r"\1.\2"), (_META_PREFIX, r"\1")):
+        out += [pattern.sub(repl, name) for name in out]
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,7 @@ class ParsedName:
     quant: str | None = None  # catalog quant name ("awq", "gguf", ...)
     gguf_type: str | None = None  # "Q4_K_M" for GGUF files and tags
     ollama_tag: str | None = None  # "20b" in "gpt-oss:20b"
+    ollama: bool = False  # typed as an Ollama name ("glm-4.7-flash:latest" has no size tag but is one)
 
     @property
     def third_party(self) -> bool:
@@ -139,7 +158,8 @@ def parse_name(query: str) -> ParsedName:
         stem = _SHARD.sub("", name[: -len(".gguf")])
         stem, gguf_type = _strip_gguf_type(stem)
         return ParsedName(query, org, stem, "gguf", gguf_type)
-    if ":" in name:
+    ollama = ":" in name
+    if ollama:
         name, _, tag = name.partition(":")
         tag, gguf_type = _strip_gguf_type(tag)
         tag = tag.lower().removesuffix("latest").strip("-") or None
@@ -155,7 +175,7 @@ def parse_name(query: str) -> ParsedName:
         if found is None:
             break
         name, quant = stripped, quant or found
-    return ParsedName(query, org, name, quant, gguf_type, tag)
+    return ParsedName(query, org, name, quant, gguf_type, tag, ollama)
 
 
 def model_key(name: str) -> str:
@@ -184,4 +204,4 @@ def key_numbers(key: str) -> list[str]:
     return _NUMBER.findall(key)
 
 
-__all__ = ["THIRD_PARTY_ORGS", "ParsedName", "gguf_types", "key_numbers", "model_key", "parse_name"]
+__all__ = ["THIRD_PARTY_ORGS", "ParsedName", "gguf_types", "key_numbers", "model_key", "parse_name", "spellings"]

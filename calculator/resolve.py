@@ -20,7 +20,7 @@ import re2
 from calculator import catalog
 from calculator import model_names as names_module
 from calculator.catalog import GPU, ModelSpec, Variant, catalog_files, gpus, models, quant_formats
-from calculator.model_names import ParsedName, key_numbers, model_key, parse_name
+from calculator.model_names import ParsedName, key_numbers, model_key, parse_name, spellings
 from knowledge.cache import cached, code_digest, content_key
 
 _Index = TypeVar("_Index")
@@ -133,8 +133,24 @@ _GPU_BRAND = re2.compile(r"\b(?:rtx|gtx|rx|arc)\b")
 # a memory size typed after the name: "24GB", "24 GB", "40g", "141 GiB"; the number must start a word,
 # so "a10g" (a card) is not "10 GB"
 _GPU_SIZE = re2.compile(r"(^|[^a-z0-9.])(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
-# form factors of one product: the same chip and memory in another package ("h100" = PCIe or SXM)
-_FORM_FACTORS = ("pcie", "sxm", "sxm2", "sxm4", "sxm5", "sxm6", "hbm2", "hbm2e", "hbm3", "hbm3e", "oam")
+# form factors of one product: the same chip and memory in another package ("h100" = PCIe or SXM).
+# "Workstation Edition" / "Server Edition" close the names nvidia-smi prints for RTX PRO Blackwell cards
+# ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition"); Max-Q is not one: a laptop Max-Q card differs.
+_FORM_FACTORS = (
+    "pcie",
+    "sxm",
+    "sxm2",
+    "sxm4",
+    "sxm5",
+    "sxm6",
+    "hbm2",
+    "hbm2e",
+    "hbm3",
+    "hbm3e",
+    "oam",
+    "workstationedition",
+    "serveredition",
+)
 
 
 @dataclass(frozen=True)
@@ -404,10 +420,10 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
     """The catalog model a parsed name means: exact, then release words dropped, then fuzzy."""
     index = _model_index()
     by_id = _model_by_id()
-    names = [parsed.base]
+    names = spellings(parsed.base)
     if parsed.ollama_tag:
         size = parsed.ollama_tag.split("-", 1)[0]
-        names.insert(0, f"{parsed.base}-{size}")
+        names = [f"{name}-{size}" for name in names] + names
     for name in names:
         key = model_key(name)
         if key in index:
@@ -431,7 +447,7 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
                 )
                 note += ", its context limit may differ)" if noted else ")"
             return ModelMatch(model, _official(model), note)
-    key = model_key(_strip_org(names[-1]))
+    key = model_key(_strip_org(parsed.base))
     _family_match(query, key)
     model_id, variant_id = index[_fuzzy_model(query, key, index)]
     model = by_id[model_id]
@@ -493,7 +509,7 @@ def _closest(key: str, index: dict[str, tuple[str, str | None]]) -> list[str]:
 def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """Pair the base geometry with the quantization the name asks for (a real size where catalogued)."""
     model, quant = match.model, parsed.quant
-    if quant is None and parsed.ollama_tag:
+    if quant is None and parsed.ollama:
         return _ollama_variant(match, parsed)
     if quant is None:
         return match
@@ -501,9 +517,12 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
         return _gguf_variant(match, parsed)
     for v in model.variants:
         if v.quant == quant:
+            # another repo's build of that quant: its real size stands in for the typed one, said so
+            # (any organisation: a republisher not listed in THIRD_PARTY_ORGS is still not the vendor)
             note = ""
-            if parsed.third_party and _strip_org(v.id).lower() != _strip_org(parsed.original).lower():
-                note = f"{parsed.original} is a third-party {quant} build; weights as {v.id}"
+            if _strip_org(v.id).lower() != _strip_org(parsed.original).lower():
+                who = "a third-party" if parsed.third_party else "another"
+                note = f"{parsed.original} is {who} {quant} build; weights as {v.id}"
             return ModelMatch(model, v, _join(match.note, note))
     bits = _LINEAR_BITS.get(quant)
     if bits is None:
@@ -523,7 +542,7 @@ def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """``qwen3:30b-a3b``: an Ollama tag names Ollama's GGUF build; the catalogued one, if there is one."""
     tags = [v for v in match.model.variants if v.ollama]
     if not tags:
-        return match
+        return _no_ollama_build(match, parsed)
     size = (parsed.ollama_tag or "").split("-", 1)[0]
     wanted = f"{parsed.base}:{size}".lower()
     hit = next((v for v in tags if (v.ollama or "").lower() == wanted), None)
@@ -533,6 +552,18 @@ def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
         return match
     note = "" if (hit.ollama or "").lower() == parsed.original.lower() else f"assumed Ollama's {hit.ollama}"
     return ModelMatch(match.model, hit, _join(match.note, note))
+
+
+def _no_ollama_build(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
+    """An Ollama tag of a model whose Ollama build is not catalogued: the geometry is right, the weights
+    are the safetensors checkpoint's, and the answer says so (Ollama serves its own, smaller GGUF)."""
+    label = match.label
+    quant = match.variant.quant if match.variant else match.model.torch_dtype
+    note = (
+        f"{parsed.original} is an Ollama tag; no Ollama build of {match.model.id} is catalogued, "
+        f"so weights are those of {label} ({quant}); Ollama's own GGUF file is smaller"
+    )
+    return ModelMatch(match.model, match.variant, _join(match.note, note))
 
 
 def _bits_with_embeddings(model: ModelSpec, linear_bits: float) -> float:
