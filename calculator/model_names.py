@@ -204,4 +204,12 @@ def key_numbers(key: str) -> list[str]:
     return _NUMBER.findall(key)
 
 
-__all__ = ["THIRD_PARTY_ORGS", "ParsedName", "gguf_types", "key_numbers", "model_key", "parse_name", "spellings"]
+__all__ = [
+    "THIRD_PARTY_ORGS",
+    "ParsedName",
+    "gguf_types",
+    "key_numbers",
+    "model_key",
+    "parse_name",
+    "spellings",
+]
