@@ -80,16 +80,19 @@ _SHARD = re2.compile(r"(?i)(?:[-_.]split)?[-_.]?0*\d+-of-0*\d+$")
 
 
 # Spellings of one name that file and repo names use: ``qwen1_5-1_8b`` is Qwen1.5-1.8B (an underscore
-# where a dot cannot go in a file name), ``Meta-Llama-3.3-70B`` is Llama-3.3-70B (Meta's name before the
-# 3.1 release dropped it). Tried only after the name as typed matched nothing.
+# where a dot cannot go in a file name), ``Qwen2___5-VL-72B`` is Qwen2.5-VL-72B (ModelScope's download
+# directories write a dot as three underscores), ``Meta-Llama-3.3-70B`` is Llama-3.3-70B (Meta's name before
+# the 3.1 release dropped it). Tried only after the name as typed matched nothing.
+_MODELSCOPE_DOT = re2.compile(r"([0-9])___([0-9])")
 _DIGIT_UNDERSCORE = re2.compile(r"([0-9])_([0-9])")
 _META_PREFIX = re2.compile(r"(?i)^meta[-_ ](llama)")
+_SPELLINGS = ((_MODELSCOPE_DOT, r"\1.\2"), (_DIGIT_UNDERSCORE, r"\1.\2"), (_META_PREFIX, r"\1"))
 
 
 def spellings(base: str) -> list[str]:
     """``base`` and the other spellings of it (see above), without repeats, ``base`` first."""
     out = [base]
-    for pattern, repl in ((_DIGIT_UNDERSCORE, r"\1.\2"), (_META_PREFIX, r"\1")):
+    for pattern, repl in _SPELLINGS:
         out += [pattern.sub(repl, name) for name in out]
     return list(dict.fromkeys(out))
 
@@ -109,6 +112,11 @@ class ParsedName:
     @property
     def third_party(self) -> bool:
         return self.org.lower() in THIRD_PARTY_ORGS
+
+    @property
+    def typed_name(self) -> str:
+        """The name as typed without host, folders or organisation: ``/data/Qwen/Qwen3-8B-AWQ/`` -> ``Qwen3-8B-AWQ``."""
+        return self.original.strip().strip("`'\"").split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
 
 
 @cache

@@ -520,7 +520,7 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
             # another repo's build of that quant: its real size stands in for the typed one, said so
             # (any organisation: a republisher not listed in THIRD_PARTY_ORGS is still not the vendor)
             note = ""
-            if _strip_org(v.id).lower() != _strip_org(parsed.original).lower():
+            if _strip_org(v.id).lower() != parsed.typed_name.lower():
                 who = "a third-party" if parsed.third_party else "another"
                 note = f"{parsed.original} is {who} {quant} build; weights as {v.id}"
             return ModelMatch(model, v, _join(match.note, note))
