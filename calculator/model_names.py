@@ -140,6 +140,19 @@ def _strip_gguf_type(stem: str) -> tuple[str, str | None]:
     return stem, None
 
 
+# A llama.cpp-style type name the table does not hold, at the end of a .gguf file name: Unsloth's per-tensor
+# mixes ("Qwen3.5-35B-A3B-UD-Q6_K_XL.gguf"). Read so the model is still named; no size is known for it.
+_OTHER_GGUF_TYPE = re2.compile(r"(?i)^(.+?)[-._](?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
+# llama.cpp's -hf cache names a download "{org}_{repo}_{file}":
+# ~/.cache/llama.cpp/unsloth_Qwen3-Coder-Next-GGUF_Qwen3-Coder-Next-UD-Q4_K_XL.gguf
+_HF_CACHE_PREFIX = re2.compile(r"(?i)^.*-gguf_")
+
+
+def _strip_other_gguf_type(stem: str) -> tuple[str, str | None]:
+    m = _OTHER_GGUF_TYPE.match(stem)
+    return (m.group(1), m.group(2).upper()) if m else (stem, None)
+
+
 def _strip_quant_suffix(name: str) -> tuple[str, str | None]:
     low = name.lower()
     for suffix, quant in _QUANT_SUFFIXES:
@@ -163,8 +176,10 @@ def parse_name(query: str) -> ParsedName:
     quant = None
     tag = None
     if name.lower().endswith(".gguf"):
-        stem = _SHARD.sub("", name[: -len(".gguf")])
+        stem = _HF_CACHE_PREFIX.sub("", _SHARD.sub("", name[: -len(".gguf")]))
         stem, gguf_type = _strip_gguf_type(stem)
+        if gguf_type is None:
+            stem, gguf_type = _strip_other_gguf_type(stem)
         return ParsedName(query, org, stem, "gguf", gguf_type)
     ollama = ":" in name
     if ollama:

@@ -283,7 +283,8 @@ def resolve_gpu(query: str) -> GPU:
 # Words that name a release of the same architecture (chat / instruct tune, HF-format copy): dropping
 # them never changes the memory geometry. "thinking" and a release date (2507, 0905) also keep the
 # geometry, but the context limit or the checkpoint can differ, so those matches carry a note.
-_SAME_WEIGHTS_WORDS = frozenset({"instruct", "chat", "it", "hf", "base"})
+# "qat" (quantization-aware trained, Google's Gemma releases) keeps the shapes too: the file type sets the size.
+_SAME_WEIGHTS_WORDS = frozenset({"instruct", "chat", "it", "hf", "base", "qat"})
 _RELEASE_WORDS = frozenset({"thinking", "reasoning", "latest"})
 _WORD = re2.compile(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*[A-Za-z]*")
 _DATE = re2.compile(r"^(?:2[3-9]|0[1-9]|1[0-2])[0-9]{2}$")
@@ -591,7 +592,9 @@ def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     fmt = next((f for f in quant_formats().weight_formats if f.engine == "gguf" and f.name == wanted), None)
     bpw = fmt.effective_bpw or fmt.block_bpw if fmt else None
     if not bpw:
-        raise NameNotFound("model", parsed.original, [], hint=f"no size known for GGUF type {wanted}")
+        # the model is known, its file's size is not (a per-tensor mix has no fixed bits per weight)
+        hint = f"{model.id}, but no size is known for GGUF type {wanted}; give the file's size"
+        raise NameNotFound("model", parsed.original, [model.id], hint=hint)
     variant = Variant(
         id=parsed.original,
         quant="gguf",

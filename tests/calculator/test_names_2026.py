@@ -638,3 +638,23 @@ def test_the_name_nvidia_smi_prints_for_rtx_pro_blackwell_resolves():
     # the 84 GB China card is not the 96 GB one
     with pytest.raises(NameNotFound):
         resolve_gpu("NVIDIA RTX PRO 6000D Blackwell Workstation Edition")
+
+
+@pytest.mark.parametrize(
+    ("name", "model_id", "file_type"),
+    [
+        ("/mnt2/srcds/ai/Qwen3.5-35B-A3B-UD-Q6_K_XL.gguf", "Qwen/Qwen3.5-35B-A3B", "Q6_K_XL"),
+        # llama.cpp's -hf cache names a download {org}_{repo}_{file}
+        (
+            "unsloth_Qwen3-Coder-Next-GGUF_Qwen3-Coder-Next-UD-Q4_K_XL.gguf",
+            "Qwen/Qwen3-Coder-Next",
+            "Q4_K_XL",
+        ),
+        ("gemma-4-26B-A4B-it-qat-UD-Q4_K_XL.gguf", "google/gemma-4-26B-A4B-it", "Q4_K_XL"),
+    ],
+)
+def test_a_mix_file_type_names_the_model_and_asks_only_for_the_size(name: str, model_id: str, file_type: str):
+    with pytest.raises(NameNotFound) as info:
+        resolve_model(name)
+    assert info.value.candidates == [model_id]
+    assert f"no size is known for GGUF type {file_type}" in info.value.hint
