@@ -116,7 +116,8 @@ class ParsedName:
     @property
     def typed_name(self) -> str:
         """The name as typed without host, folders or organisation: ``/data/Qwen/Qwen3-8B-AWQ/`` -> ``Qwen3-8B-AWQ``."""
-        return self.original.strip().strip("`'\"").split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        name = self.original.strip().strip("`'\"").replace("\\", "/")
+        return name.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
 
 
 @cache
@@ -164,7 +165,8 @@ def _strip_quant_suffix(name: str) -> tuple[str, str | None]:
 
 def parse_name(query: str) -> ParsedName:
     """Split ``query`` into organisation, base name and quantization (nothing is looked up here)."""
-    q = query.strip().strip("`'\"")
+    # a Windows path ("F:\\AI\\models\\gemma-3-12b-it-Q4_K_M.gguf") splits like a POSIX one
+    q = query.strip().strip("`'\"").replace("\\", "/")
     for prefix in ("https://huggingface.co/", "http://huggingface.co/", "huggingface.co/", "hf.co/"):
         if q.lower().startswith(prefix):
             q = q[len(prefix) :]

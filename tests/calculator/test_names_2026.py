@@ -523,6 +523,56 @@ GPUS: list[tuple[str, str | None]] = [
 ]
 
 
+# print_info / llama_model_loader general.name lines and more file names (2026 Gemma 4 threads)
+MODELS += [
+    # https://github.com/ggml-org/llama.cpp/pull/21760
+    (
+        "/mnt/Speed/AI/Models/bartowski/google_gemma-4-31B-it-GGUF/google_gemma-4-31B-it-Q8_0.gguf",
+        "google/gemma-4-31B-it",
+        "/mnt/Speed/AI/Models/bartowski/google_gemma-4-31B-it-GGUF/google_gemma-4-31B-it-Q8_0.gguf",
+        True,
+    ),
+    ("Gemma 4 31B It", "google/gemma-4-31B-it", "google/gemma-4-31B-it", False),
+    # https://github.com/ggml-org/llama.cpp/issues/21690
+    (
+        "models/gemma-4-31B-it/gemma-4-31B-it-IQ4_XS.gguf",
+        "google/gemma-4-31B-it",
+        "models/gemma-4-31B-it/gemma-4-31B-it-IQ4_XS.gguf",
+        True,
+    ),
+    # https://github.com/KLL535/ComfyUI_Simple_Qwen3-VL-gguf/issues/34
+    ("gemma-4-26B-A4B-it-uncensored-heretic-MXFP4_MOE_F16.gguf", None, None, False),
+    ("Gemma 4 26B A4B It", "google/gemma-4-26B-A4B-it", "google/gemma-4-26B-A4B-it", False),
+    # https://github.com/ikawrakow/ik_llama.cpp/issues/1772
+    ("gemopus-4-26B-A4B-APEX-I-Quality.gguf", None, None, False),
+    # https://github.com/ollama/ollama/issues/11292
+    (
+        "Meta Llama 3.1 8B Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        False,
+    ),
+    # https://github.com/ikawrakow/ik_llama.cpp/issues/1205
+    ("Gemma-3-12B-It", "google/gemma-3-12b-it", "google/gemma-3-12b-it", False),
+    # a Windows path splits like a POSIX one
+    (
+        "F:\\AI\\LlamaCompanion\\models\\gemma-3-12b-it-Q4_K_M.gguf",
+        "google/gemma-3-12b-it",
+        "gemma3:12b",
+        False,
+    ),
+    # https://github.com/KLL535/ComfyUI_Simple_Qwen3-VL-gguf/issues/25
+    (
+        "C:\\Content\\Gemma4\\gemma-4-26B-A4B-it-UD-Q4_K_M.gguf",
+        "google/gemma-4-26B-A4B-it",
+        "C:\\Content\\Gemma4\\gemma-4-26B-A4B-it-UD-Q4_K_M.gguf",
+        True,
+    ),
+    # https://github.com/ollama/ollama/issues/18123
+    ("gemma4:e4b", None, None, False),
+]
+
+
 def test_the_harvest_is_long_enough():
     assert len({n for n, *_ in MODELS}) == len(MODELS) >= 120
     assert len({n for n, _ in GPUS}) == len(GPUS) >= 55
