@@ -3,7 +3,7 @@
 Every name below was read from a public vLLM / llama.cpp / Ollama / SGLang (or downstream) thread; the comment
 above each group is the thread. A row is (typed name, catalog model id, checkpoint label, whether a note is
 required); ``None`` means the resolver must ask (NameNotFound) rather than answer for another model: unreleased or
-uncatalogued releases (Qwen3.8, Kimi-K2.6 / K3, GLM-5.2 / 5.3, DeepSeek-V4, Mistral Small 4, Gemma 4 E2B), and
+uncatalogued releases (Qwen3.8, Kimi-K2.6 / K3, GLM-5.3, DeepSeek-V4, Mistral Small 4, Gemma 4 E2B), and
 files whose size no catalogued quant gives (Unsloth's UD-*_K_XL mixes). GPUs: (typed name, card id or ``None``).
 """
 
@@ -250,9 +250,9 @@ MODELS: list[tuple[str, str | None, str | None, bool]] = [
     # https://github.com/wtdcode/vllm-backport/issues/87
     ("JJ48-24/GLM-5.3-Flash-AWQ-W4A16-aggr-w8-mtpq8c-int4g32-mixA", None, None, False),
     # https://github.com/sgl-project/sglang/issues/28525
-    ("GLM-5.2-FP8", None, None, False),
+    ("GLM-5.2-FP8", "zai-org/GLM-5.2", "zai-org/GLM-5.2-FP8", False),
     # https://github.com/sgl-project/sglang/issues/29562
-    ("/data/models/nvidia/GLM-5.2-NVFP4", None, None, False),
+    ("/data/models/nvidia/GLM-5.2-NVFP4", "zai-org/GLM-5.2", "nvidia/GLM-5.2-NVFP4", False),
     # https://github.com/zai-org/GLM-V/issues/246
     ("GLM-4.6V", None, None, False),
     # https://github.com/MoonshotAI/Kimi-K2/issues/122
@@ -401,7 +401,7 @@ MODELS: list[tuple[str, str | None, str | None, bool]] = [
     # https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/issues/7
     ("Devstral-2", None, None, False),
     # https://github.com/vllm-project/vllm/issues/49886
-    ("GLM-5.2-NVFP4", None, None, False),
+    ("GLM-5.2-NVFP4", "zai-org/GLM-5.2", "nvidia/GLM-5.2-NVFP4", False),
 ]
 GPUS: list[tuple[str, str | None]] = [
     # https://github.com/ollama/ollama/issues/13423
@@ -614,6 +614,8 @@ def test_gpu_name_resolves_exactly_or_asks(name: str, gpu_id: str | None):
         ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 8192, None, 170229760),
         # 12 attention layers x 2 x 128 x 2 x 2 B; 48 Mamba2 layers x 8,499,200 B
         ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 12288, None, 407961600),
+        # MLA: 78 layers x (latent 512 + rope 64) x 2 B, as GLM-5.1
+        ("zai-org/GLM-5.2", 89856, None, 0),
     ],
 )
 def test_new_entries_keep_their_cache_geometry(name: str, growing: int, sliding: tuple | None, state: int):
@@ -633,6 +635,10 @@ def test_new_entries_keep_their_cache_geometry(name: str, growing: int, sliding:
         ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 224.8),
         ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 1023.2),
         ("mistralai/Ministral-3-14B-Instruct-2512", 25.2),
+        # GLM-5.1's shapes and FP8 / NVFP4 schemes
+        ("zai-org/GLM-5.2", 1384.3),
+        ("GLM-5.2-FP8", 694.2),
+        ("nvidia/GLM-5.2-NVFP4", 392.0),
     ],
 )
 def test_new_entries_weigh_what_their_shapes_give(name: str, gib: float):
