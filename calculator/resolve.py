@@ -550,19 +550,19 @@ def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     if hit is None and len(tags) == 1:
         hit = tags[0]
     if hit is None:
-        return match
+        return _no_ollama_build(match, parsed)
     note = "" if (hit.ollama or "").lower() == parsed.original.lower() else f"assumed Ollama's {hit.ollama}"
     return ModelMatch(match.model, hit, _join(match.note, note))
 
 
 def _no_ollama_build(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """An Ollama tag of a model whose Ollama build is not catalogued: the geometry is right, the weights
-    are the safetensors checkpoint's, and the answer says so (Ollama serves its own, smaller GGUF)."""
+    are the safetensors checkpoint's, and the answer says so (Ollama serves its own GGUF file)."""
     label = match.label
     quant = match.variant.quant if match.variant else match.model.torch_dtype
     note = (
-        f"{parsed.original} is an Ollama tag; no Ollama build of {match.model.id} is catalogued, "
-        f"so weights are those of {label} ({quant}); Ollama's own GGUF file is smaller"
+        f"{parsed.original} is an Ollama tag and no catalogued Ollama build of {match.model.id} matches it, "
+        f"so weights are those of {label} ({quant}); Ollama's own GGUF file differs in size"
     )
     return ModelMatch(match.model, match.variant, _join(match.note, note))
 
