@@ -539,6 +539,29 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     return ModelMatch(model, variant, _join(match.note, note))
 
 
+# An Ollama tag's size label ("8b", "1.5b", "1t") rounds the model's parameter count, loosely for small models
+# (falcon3:1b is 1.67B with its embeddings, gemma2:2b 2.61B). A label more than 2x from the matched model names
+# another model of the family ("deepseek-r1:8b" is not the 671B R1), so the resolver asks instead.
+_TAG_SIZE = re2.compile(r"^([0-9]+(?:\.[0-9]+)?)([mbt])$")
+_TAG_UNITS = {"m": 1e-3, "b": 1.0, "t": 1e3}
+
+
+def _check_tag_size(match: ModelMatch, parsed: ParsedName) -> None:
+    label = (parsed.ollama_tag or "").split("-", 1)[0].lower()
+    m = _TAG_SIZE.match(label)
+    if m is None:
+        return
+    billions = float(m.group(1)) * _TAG_UNITS[m.group(2)]
+    params = match.model.params_b
+    if max(billions, params) <= 2 * min(billions, params):
+        return
+    by_id = _model_by_id()
+    family = _family_index().get(model_key(match.model.family), [])
+    near = [i for i in family if max(billions, by_id[i].params_b) <= 2 * min(billions, by_id[i].params_b)]
+    hint = f"the tag names a {label} model; {match.model.id} has {params:g}B parameters"
+    raise NameNotFound("model", parsed.original, near[:5], hint=hint)
+
+
 def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """``qwen3:30b-a3b``: an Ollama tag names Ollama's GGUF build; the catalogued one, if there is one."""
     tags = [v for v in match.model.variants if v.ollama]
@@ -635,8 +658,9 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
         )
     if not model_key(parsed.base):
         raise NameNotFound("model", query, [])
-    match = _quant_variant(_base_match(parsed, query), parsed)
-    return _serving_variant(match, engine)
+    base = _base_match(parsed, query)
+    _check_tag_size(base, parsed)
+    return _serving_variant(_quant_variant(base, parsed), engine)
 
 
 def _numbers(key: str) -> list[str]:

@@ -714,3 +714,13 @@ def test_a_mix_file_type_names_the_model_and_asks_only_for_the_size(name: str, m
         resolve_model(name)
     assert info.value.candidates == [model_id]
     assert f"no size is known for GGUF type {file_type}" in info.value.hint
+
+
+def test_an_ollama_size_label_far_from_the_matched_model_asks():
+    # "deepseek-r1" alone is the 671B R1; an 8b tag is another model (the 8B distill), never the 671B weights
+    for name in ("deepseek-r1:8b", "deepseek-r1:8b-q4_K_M"):
+        with pytest.raises(NameNotFound, match="the tag names a 8b model"):
+            resolve_model(name)
+    # labels round the count: gemma2:2b is 2.61B, kimi-k2:1t is 1,026B
+    assert resolve_model("gemma2:2b").model.id == "google/gemma-2-2b-it"
+    assert resolve_model("kimi-k2:1t").model.id == "moonshotai/Kimi-K2-Instruct"
