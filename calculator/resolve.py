@@ -128,6 +128,8 @@ _GPU_NOISE = re2.compile(
 )
 # core counts people add to Apple chips ("M2 Max 38-core GPU"): the memory size is what matters
 _GPU_CORES = re2.compile(r"\b\d+[- ]?core(?: gpu| cpu)?\b")
+# trademark marks in driver-reported names: "Intel(R) Arc(TM) B580 Graphics" (SYCL / xpu-smi)
+_GPU_MARKS = re2.compile(r"\((?:r|tm)\)")
 _GPU_BRAND_GLUED = re2.compile(r"\b(?:rtx|gtx|rx)(\d)")
 _GPU_BRAND = re2.compile(r"\b(?:rtx|gtx|rx|arc)\b")
 # a memory size typed after the name: "24GB", "24 GB", "40g", "141 GiB"; the number must start a word,
@@ -160,7 +162,7 @@ class _GpuQuery:
 
 
 def _gpu_words(name: str) -> str:
-    text = _GPU_MACHINE.sub(" ", name.lower())
+    text = _GPU_MACHINE.sub(" ", _GPU_MARKS.sub(" ", name.lower()))
     text = _GPU_NOISE.sub(" ", _GPU_CORES.sub(" ", text))
     text = _GPU_BRAND_GLUED.sub(r"\1", text)
     return _GPU_BRAND.sub(" ", text)

@@ -724,3 +724,32 @@ def test_an_ollama_size_label_far_from_the_matched_model_asks():
     # labels round the count: gemma2:2b is 2.61B, kimi-k2:1t is 1,026B
     assert resolve_model("gemma2:2b").model.id == "google/gemma-2-2b-it"
     assert resolve_model("kimi-k2:1t").model.id == "moonshotai/Kimi-K2-Instruct"
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu_id"),
+    [
+        # driver-reported names carry trademark marks (SYCL / xpu-smi)
+        ("Intel(R) Arc(TM) B580 Graphics", "arc-b580"),
+        ("Intel(R) Arc(TM) Pro B60 Graphics", "arc-pro-b60"),
+        # the Max-Q Workstation Edition has the same 96 GB
+        ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx-pro-6000-blackwell"),
+    ],
+)
+def test_driver_spellings_of_a_card_resolve(name: str, gpu_id: str):
+    assert resolve_gpu(name).id == gpu_id
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NVIDIA GeForce RTX 5090 Laptop GPU",
+        "NVIDIA GeForce RTX 4090 Laptop GPU",
+        "AMD Instinct MI300A",
+        "NVIDIA GH200 480GB",
+    ],
+)
+def test_a_laptop_or_sibling_card_is_never_the_desktop_one(name: str):
+    # laptop parts have less memory than the desktop card of the same number (5090 Laptop: 24 GB, not 32)
+    with pytest.raises(NameNotFound):
+        resolve_gpu(name)
