@@ -147,6 +147,7 @@ _OTHER_GGUF_TYPE = re2.compile(r"(?i)^(.+?)[-._](?:ud[-._])?(i?q[0-9](?:_[a-z0-9
 # llama.cpp's -hf cache names a download "{org}_{repo}_{file}":
 # ~/.cache/llama.cpp/unsloth_Qwen3-Coder-Next-GGUF_Qwen3-Coder-Next-UD-Q4_K_XL.gguf
 _HF_CACHE_PREFIX = re2.compile(r"(?i)^.*-gguf_")
+_WHOLE_OTHER_GGUF_TYPE = re2.compile(r"(?i)^(?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
 
 
 def _strip_other_gguf_type(stem: str) -> tuple[str, str | None]:
@@ -187,6 +188,11 @@ def parse_name(query: str) -> ParsedName:
     if ollama:
         name, _, tag = name.partition(":")
         tag, gguf_type = _strip_gguf_type(tag)
+        # the whole tag is the file type: Ollama's Hugging Face pulls ("hf.co/bartowski/X-GGUF:Q4_K_M")
+        whole = next((t for t in gguf_types() if t.lower() == tag.lower()), None)
+        other = _WHOLE_OTHER_GGUF_TYPE.match(tag)
+        if gguf_type is None and (whole or other):
+            tag, gguf_type = "", whole or (other.group(1).upper() if other else None)
         tag = tag.lower().removesuffix("latest").strip("-") or None
     if gguf_type is None:
         name, gguf_type = _strip_gguf_type(name)

@@ -753,3 +753,13 @@ def test_a_laptop_or_sibling_card_is_never_the_desktop_one(name: str):
     # laptop parts have less memory than the desktop card of the same number (5090 Laptop: 24 GB, not 32)
     with pytest.raises(NameNotFound):
         resolve_gpu(name)
+
+
+def test_an_ollama_pull_from_hugging_face_reads_the_file_type_from_the_tag():
+    # ollama run hf.co/{user}/{repo}-GGUF:{type}
+    match = resolve_model("hf.co/bartowski/Qwen_Qwen3.6-35B-A3B-GGUF:Q4_K_M")
+    assert (match.model.id, match.variant and match.variant.gguf_type) == ("Qwen/Qwen3.6-35B-A3B", "Q4_K_M")
+    assert resolve_model("Qwen/Qwen1.5-72B-Chat-GGUF:q3_k_m").label == "Qwen/Qwen1.5-72B-Chat-GGUF:q3_k_m"
+    with pytest.raises(NameNotFound) as info:
+        resolve_model("hf.co/unsloth/gemma-3-27b-it-GGUF:Q4_K_XL")
+    assert info.value.candidates == ["google/gemma-3-27b-it"]
