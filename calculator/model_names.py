@@ -49,9 +49,11 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("bnb-nf4", "bnb-4bit"),
     ("awq-int4", "awq"),
     ("int4-awq", "awq"),
+    ("awq-4bit", "awq"),
     ("awq", "awq"),
     ("gptq-int4", "gptq"),
     ("gptq-4bit", "gptq"),
+    ("4bit-gptq", "gptq"),
     ("gptq-int8", "gptq-int8"),
     ("gptq-8bit", "gptq-int8"),
     ("gptq", "gptq"),
@@ -73,7 +75,26 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("fp16", "fp16"),
 )
 
-_SHARD = re2.compile(r"(?i)[-_.]?0*\d+-of-0*\d+$")
+# gguf-split shards (``-00001-of-00003``), also with LM Studio's ``-split`` word before the numbers
+_SHARD = re2.compile(r"(?i)(?:[-_.]split)?[-_.]?0*\d+-of-0*\d+$")
+
+
+# Spellings of one name that file and repo names use: ``qwen1_5-1_8b`` is Qwen1.5-1.8B (an underscore
+# where a dot cannot go in a file name), ``Qwen2___5-VL-72B`` is Qwen2.5-VL-72B (ModelScope's download
+# directories write a dot as three underscores), ``Meta-Llama-3.3-70B`` is Llama-3.3-70B (Meta's name before
+# the 3.1 release dropped it). Tried only after the name as typed matched nothing.
+_MODELSCOPE_DOT = re2.compile(r"([0-9])___([0-9])")
+_DIGIT_UNDERSCORE = re2.compile(r"([0-9])_([0-9])")
+_META_PREFIX = re2.compile(r"(?i)^meta[-_ ](llama)")
+_SPELLINGS = ((_MODELSCOPE_DOT, r"\1.\2"), (_DIGIT_UNDERSCORE, r"\1.\2"), (_META_PREFIX, r"\1"))
+
+
+def spellings(base: str) -> list[str]:
+    """``base`` and the other spellings of it (see above), without repeats, ``base`` first."""
+    out = [base]
+    for pattern, repl in _SPELLINGS:
+        out += [pattern.sub(repl, name) for name in out]
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -86,10 +107,17 @@ class ParsedName:
     quant: str | None = None  # catalog quant name ("awq", "gguf", ...)
     gguf_type: str | None = None  # "Q4_K_M" for GGUF files and tags
     ollama_tag: str | None = None  # "20b" in "gpt-oss:20b"
+    ollama: bool = False  # typed as an Ollama name ("glm-4.7-flash:latest" has no size tag but is one)
 
     @property
     def third_party(self) -> bool:
         return self.org.lower() in THIRD_PARTY_ORGS
+
+    @property
+    def typed_name(self) -> str:
+        """The name as typed without host, folders or organisation: ``/data/Qwen/Qwen3-8B-AWQ/`` -> ``Qwen3-8B-AWQ``."""
+        name = self.original.strip().strip("`'\"").replace("\\", "/")
+        return name.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
 
 
 @cache
@@ -113,6 +141,20 @@ def _strip_gguf_type(stem: str) -> tuple[str, str | None]:
     return stem, None
 
 
+# A llama.cpp-style type name the table does not hold, at the end of a .gguf file name: Unsloth's per-tensor
+# mixes ("Qwen3.5-35B-A3B-UD-Q6_K_XL.gguf"). Read so the model is still named; no size is known for it.
+_OTHER_GGUF_TYPE = re2.compile(r"(?i)^(.+?)[-._](?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
+# llama.cpp's -hf cache names a download "{org}_{repo}_{file}":
+# ~/.cache/llama.cpp/unsloth_Qwen3-Coder-Next-GGUF_Qwen3-Coder-Next-UD-Q4_K_XL.gguf
+_HF_CACHE_PREFIX = re2.compile(r"(?i)^.*-gguf_")
+_WHOLE_OTHER_GGUF_TYPE = re2.compile(r"(?i)^(?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
+
+
+def _strip_other_gguf_type(stem: str) -> tuple[str, str | None]:
+    m = _OTHER_GGUF_TYPE.match(stem)
+    return (m.group(1), m.group(2).upper()) if m else (stem, None)
+
+
 def _strip_quant_suffix(name: str) -> tuple[str, str | None]:
     low = name.lower()
     for suffix, quant in _QUANT_SUFFIXES:
@@ -124,7 +166,8 @@ def _strip_quant_suffix(name: str) -> tuple[str, str | None]:
 
 def parse_name(query: str) -> ParsedName:
     """Split ``query`` into organisation, base name and quantization (nothing is looked up here)."""
-    q = query.strip().strip("`'\"")
+    # a Windows path ("F:\\AI\\models\\gemma-3-12b-it-Q4_K_M.gguf") splits like a POSIX one
+    q = query.strip().strip("`'\"").replace("\\", "/")
     for prefix in ("https://huggingface.co/", "http://huggingface.co/", "huggingface.co/", "hf.co/"):
         if q.lower().startswith(prefix):
             q = q[len(prefix) :]
@@ -136,12 +179,20 @@ def parse_name(query: str) -> ParsedName:
     quant = None
     tag = None
     if name.lower().endswith(".gguf"):
-        stem = _SHARD.sub("", name[: -len(".gguf")])
+        stem = _HF_CACHE_PREFIX.sub("", _SHARD.sub("", name[: -len(".gguf")]))
         stem, gguf_type = _strip_gguf_type(stem)
+        if gguf_type is None:
+            stem, gguf_type = _strip_other_gguf_type(stem)
         return ParsedName(query, org, stem, "gguf", gguf_type)
-    if ":" in name:
+    ollama = ":" in name
+    if ollama:
         name, _, tag = name.partition(":")
         tag, gguf_type = _strip_gguf_type(tag)
+        # the whole tag is the file type: Ollama's Hugging Face pulls ("hf.co/bartowski/X-GGUF:Q4_K_M")
+        whole = next((t for t in gguf_types() if t.lower() == tag.lower()), None)
+        other = _WHOLE_OTHER_GGUF_TYPE.match(tag)
+        if gguf_type is None and (whole or other):
+            tag, gguf_type = "", whole or (other.group(1).upper() if other else None)
         tag = tag.lower().removesuffix("latest").strip("-") or None
     if gguf_type is None:
         name, gguf_type = _strip_gguf_type(name)
@@ -155,7 +206,7 @@ def parse_name(query: str) -> ParsedName:
         if found is None:
             break
         name, quant = stripped, quant or found
-    return ParsedName(query, org, name, quant, gguf_type, tag)
+    return ParsedName(query, org, name, quant, gguf_type, tag, ollama)
 
 
 def model_key(name: str) -> str:
@@ -184,4 +235,12 @@ def key_numbers(key: str) -> list[str]:
     return _NUMBER.findall(key)
 
 
-__all__ = ["THIRD_PARTY_ORGS", "ParsedName", "gguf_types", "key_numbers", "model_key", "parse_name"]
+__all__ = [
+    "THIRD_PARTY_ORGS",
+    "ParsedName",
+    "gguf_types",
+    "key_numbers",
+    "model_key",
+    "parse_name",
+    "spellings",
+]

@@ -20,7 +20,7 @@ import re2
 from calculator import catalog
 from calculator import model_names as names_module
 from calculator.catalog import GPU, ModelSpec, Variant, catalog_files, gpus, models, quant_formats
-from calculator.model_names import ParsedName, key_numbers, model_key, parse_name
+from calculator.model_names import ParsedName, key_numbers, model_key, parse_name, spellings
 from knowledge.cache import cached, code_digest, content_key
 
 _Index = TypeVar("_Index")
@@ -128,13 +128,31 @@ _GPU_NOISE = re2.compile(
 )
 # core counts people add to Apple chips ("M2 Max 38-core GPU"): the memory size is what matters
 _GPU_CORES = re2.compile(r"\b\d+[- ]?core(?: gpu| cpu)?\b")
+# trademark marks in driver-reported names: "Intel(R) Arc(TM) B580 Graphics" (SYCL / xpu-smi)
+_GPU_MARKS = re2.compile(r"\((?:r|tm)\)")
 _GPU_BRAND_GLUED = re2.compile(r"\b(?:rtx|gtx|rx)(\d)")
 _GPU_BRAND = re2.compile(r"\b(?:rtx|gtx|rx|arc)\b")
 # a memory size typed after the name: "24GB", "24 GB", "40g", "141 GiB"; the number must start a word,
 # so "a10g" (a card) is not "10 GB"
 _GPU_SIZE = re2.compile(r"(^|[^a-z0-9.])(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
-# form factors of one product: the same chip and memory in another package ("h100" = PCIe or SXM)
-_FORM_FACTORS = ("pcie", "sxm", "sxm2", "sxm4", "sxm5", "sxm6", "hbm2", "hbm2e", "hbm3", "hbm3e", "oam")
+# form factors of one product: the same chip and memory in another package ("h100" = PCIe or SXM).
+# "Workstation Edition" / "Server Edition" close the names nvidia-smi prints for RTX PRO Blackwell cards
+# ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition"); Max-Q is not one: a laptop Max-Q card differs.
+_FORM_FACTORS = (
+    "pcie",
+    "sxm",
+    "sxm2",
+    "sxm4",
+    "sxm5",
+    "sxm6",
+    "hbm2",
+    "hbm2e",
+    "hbm3",
+    "hbm3e",
+    "oam",
+    "workstationedition",
+    "serveredition",
+)
 
 
 @dataclass(frozen=True)
@@ -146,7 +164,7 @@ class _GpuQuery:
 
 
 def _gpu_words(name: str) -> str:
-    text = _GPU_MACHINE.sub(" ", name.lower())
+    text = _GPU_MACHINE.sub(" ", _GPU_MARKS.sub(" ", name.lower()))
     text = _GPU_NOISE.sub(" ", _GPU_CORES.sub(" ", text))
     text = _GPU_BRAND_GLUED.sub(r"\1", text)
     return _GPU_BRAND.sub(" ", text)
@@ -269,7 +287,8 @@ def resolve_gpu(query: str) -> GPU:
 # Words that name a release of the same architecture (chat / instruct tune, HF-format copy): dropping
 # them never changes the memory geometry. "thinking" and a release date (2507, 0905) also keep the
 # geometry, but the context limit or the checkpoint can differ, so those matches carry a note.
-_SAME_WEIGHTS_WORDS = frozenset({"instruct", "chat", "it", "hf", "base"})
+# "qat" (quantization-aware trained, Google's Gemma releases) keeps the shapes too: the file type sets the size.
+_SAME_WEIGHTS_WORDS = frozenset({"instruct", "chat", "it", "hf", "base", "qat"})
 _RELEASE_WORDS = frozenset({"thinking", "reasoning", "latest"})
 _WORD = re2.compile(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*[A-Za-z]*")
 _DATE = re2.compile(r"^(?:2[3-9]|0[1-9]|1[0-2])[0-9]{2}$")
@@ -406,10 +425,10 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
     """The catalog model a parsed name means: exact, then release words dropped, then fuzzy."""
     index = _model_index()
     by_id = _model_by_id()
-    names = [parsed.base]
+    names = spellings(parsed.base)
     if parsed.ollama_tag:
         size = parsed.ollama_tag.split("-", 1)[0]
-        names.insert(0, f"{parsed.base}-{size}")
+        names = [f"{name}-{size}" for name in names] + names
     for name in names:
         key = model_key(name)
         if key in index:
@@ -433,7 +452,7 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
                 )
                 note += ", its context limit may differ)" if noted else ")"
             return ModelMatch(model, _official(model), note)
-    key = model_key(_strip_org(names[-1]))
+    key = model_key(_strip_org(parsed.base))
     _family_match(query, key)
     model_id, variant_id = index[_fuzzy_model(query, key, index)]
     model = by_id[model_id]
@@ -495,7 +514,7 @@ def _closest(key: str, index: dict[str, tuple[str, str | None]]) -> list[str]:
 def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """Pair the base geometry with the quantization the name asks for (a real size where catalogued)."""
     model, quant = match.model, parsed.quant
-    if quant is None and parsed.ollama_tag:
+    if quant is None and parsed.ollama:
         return _ollama_variant(match, parsed)
     if quant is None:
         return match
@@ -503,9 +522,12 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
         return _gguf_variant(match, parsed)
     for v in model.variants:
         if v.quant == quant:
+            # another repo's build of that quant: its real size stands in for the typed one, said so
+            # (any organisation: a republisher not listed in THIRD_PARTY_ORGS is still not the vendor)
             note = ""
-            if parsed.third_party and _strip_org(v.id).lower() != _strip_org(parsed.original).lower():
-                note = f"{parsed.original} is a third-party {quant} build; weights as {v.id}"
+            if _strip_org(v.id).lower() != parsed.typed_name.lower():
+                who = "a third-party" if parsed.third_party else "another"
+                note = f"{parsed.original} is {who} {quant} build; weights as {v.id}"
             return ModelMatch(model, v, _join(match.note, note))
     bits = _LINEAR_BITS.get(quant)
     if bits is None:
@@ -521,20 +543,55 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     return ModelMatch(model, variant, _join(match.note, note))
 
 
+# An Ollama tag's size label ("8b", "1.5b", "1t") rounds the model's parameter count, loosely for small models
+# (falcon3:1b is 1.67B with its embeddings, gemma2:2b 2.61B). A label more than 2x from the matched model names
+# another model of the family ("deepseek-r1:8b" is not the 671B R1), so the resolver asks instead.
+_TAG_SIZE = re2.compile(r"^([0-9]+(?:\.[0-9]+)?)([mbt])$")
+_TAG_UNITS = {"m": 1e-3, "b": 1.0, "t": 1e3}
+
+
+def _check_tag_size(match: ModelMatch, parsed: ParsedName) -> None:
+    label = (parsed.ollama_tag or "").split("-", 1)[0].lower()
+    m = _TAG_SIZE.match(label)
+    if m is None:
+        return
+    billions = float(m.group(1)) * _TAG_UNITS[m.group(2)]
+    params = match.model.params_b
+    if max(billions, params) <= 2 * min(billions, params):
+        return
+    by_id = _model_by_id()
+    family = _family_index().get(model_key(match.model.family), [])
+    near = [i for i in family if max(billions, by_id[i].params_b) <= 2 * min(billions, by_id[i].params_b)]
+    hint = f"the tag names a {label} model; {match.model.id} has {params:g}B parameters"
+    raise NameNotFound("model", parsed.original, near[:5], hint=hint)
+
+
 def _ollama_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     """``qwen3:30b-a3b``: an Ollama tag names Ollama's GGUF build; the catalogued one, if there is one."""
     tags = [v for v in match.model.variants if v.ollama]
     if not tags:
-        return match
+        return _no_ollama_build(match, parsed)
     size = (parsed.ollama_tag or "").split("-", 1)[0]
     wanted = f"{parsed.base}:{size}".lower()
     hit = next((v for v in tags if (v.ollama or "").lower() == wanted), None)
     if hit is None and len(tags) == 1:
         hit = tags[0]
     if hit is None:
-        return match
+        return _no_ollama_build(match, parsed)
     note = "" if (hit.ollama or "").lower() == parsed.original.lower() else f"assumed Ollama's {hit.ollama}"
     return ModelMatch(match.model, hit, _join(match.note, note))
+
+
+def _no_ollama_build(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
+    """An Ollama tag of a model whose Ollama build is not catalogued: the geometry is right, the weights
+    are the safetensors checkpoint's, and the answer says so (Ollama serves its own GGUF file)."""
+    label = match.label
+    quant = match.variant.quant if match.variant else match.model.torch_dtype
+    note = (
+        f"{parsed.original} is an Ollama tag and no catalogued Ollama build of {match.model.id} matches it, "
+        f"so weights are those of {label} ({quant}); Ollama's own GGUF file differs in size"
+    )
+    return ModelMatch(match.model, match.variant, _join(match.note, note))
 
 
 def _bits_with_embeddings(model: ModelSpec, linear_bits: float) -> float:
@@ -562,7 +619,9 @@ def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     fmt = next((f for f in quant_formats().weight_formats if f.engine == "gguf" and f.name == wanted), None)
     bpw = fmt.effective_bpw or fmt.block_bpw if fmt else None
     if not bpw:
-        raise NameNotFound("model", parsed.original, [], hint=f"no size known for GGUF type {wanted}")
+        # the model is known, its file's size is not (a per-tensor mix has no fixed bits per weight)
+        hint = f"{model.id}, but no size is known for GGUF type {wanted}; give the file's size"
+        raise NameNotFound("model", parsed.original, [model.id], hint=hint)
     variant = Variant(
         id=parsed.original,
         quant="gguf",
@@ -603,8 +662,9 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
         )
     if not model_key(parsed.base):
         raise NameNotFound("model", query, [])
-    match = _quant_variant(_base_match(parsed, query), parsed)
-    return _serving_variant(match, engine)
+    base = _base_match(parsed, query)
+    _check_tag_size(base, parsed)
+    return _serving_variant(_quant_variant(base, parsed), engine)
 
 
 def _numbers(key: str) -> list[str]:

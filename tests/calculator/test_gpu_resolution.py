@@ -89,6 +89,8 @@ NAMES: dict[str, str | frozenset[str]] = {
     "Radeon RX 7900 XTX": "rx-7900-xtx",
     "AMD Radeon RX 7800 XT": "rx-7800-xt",
     "rx 9070 xt": "rx-9070-xt",
+    # the non-XT RX 9070 is its own entry now (same 16 GB, fewer CUs): never the XT, never the reverse
+    "RX 9070": "rx-9070",
     "Intel Arc B580": "arc-b580",
     "arc b570": "arc-b570",
     # bare names covering several memory sizes: ask, with exactly those candidates
@@ -136,7 +138,6 @@ NOT_CATALOGUED = [
     "rtx 6000",
     "mi300",
     "NVIDIA GH200",
-    "RX 9070",
     "4090 ti",
 ]
 

@@ -24,7 +24,7 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
         "meta-llama/Meta-Llama-3-8B-Instruct",
         False,
     ),
-    ("llama3:8b", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-8B-Instruct", False),
+    ("llama3:8b", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3-8B-Instruct", True),
     (
         "meta-llama/Llama-3.1-8B-Instruct",
         "meta-llama/Llama-3.1-8B-Instruct",
@@ -423,12 +423,12 @@ NAMES: list[tuple[str, str | None, str | None, bool]] = [
 SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
     ("tiiuae/falcon-7b", "tiiuae/falcon-7b", "tiiuae/falcon-7b", False),
     ("tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", False),
-    ("falcon:7b", "tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", False),
+    ("falcon:7b", "tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b-instruct", True),
     ("tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", False),
-    ("falcon:180b", "tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", False),
+    ("falcon:180b", "tiiuae/falcon-180B-chat", "tiiuae/falcon-180B-chat", True),
     ("tiiuae/Falcon3-7B-Instruct", "tiiuae/Falcon3-7B-Instruct", "tiiuae/Falcon3-7B-Instruct", False),
-    ("falcon3:10b", "tiiuae/Falcon3-10B-Instruct", "tiiuae/Falcon3-10B-Instruct", False),
-    ("falcon3:1b", "tiiuae/Falcon3-1B-Instruct", "tiiuae/Falcon3-1B-Instruct", False),
+    ("falcon3:10b", "tiiuae/Falcon3-10B-Instruct", "tiiuae/Falcon3-10B-Instruct", True),
+    ("falcon3:1b", "tiiuae/Falcon3-1B-Instruct", "tiiuae/Falcon3-1B-Instruct", True),
     (
         "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8",
         "Qwen/Qwen3-30B-A3B-Instruct-2507",
@@ -448,7 +448,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
         "Qwen/Qwen3-4B-Thinking-2507-FP8",
         False,
     ),
-    ("qwen2.5-coder:1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct", False),
+    ("qwen2.5-coder:1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct", True),
     (
         "Qwen/Qwen2.5-Coder-3B-Instruct",
         "Qwen/Qwen2.5-Coder-3B-Instruct",
@@ -464,7 +464,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
     ),
     ("Qwen/Qwen2.5-7B-Instruct-1M", "Qwen/Qwen2.5-7B-Instruct-1M", "Qwen/Qwen2.5-7B-Instruct-1M", False),
     ("Qwen/QwQ-32B-Preview", "Qwen/QwQ-32B-Preview", "Qwen/QwQ-32B-Preview", False),
-    ("codellama:70b", "codellama/CodeLlama-70b-Instruct-hf", "codellama/CodeLlama-70b-Instruct-hf", False),
+    ("codellama:70b", "codellama/CodeLlama-70b-Instruct-hf", "codellama/CodeLlama-70b-Instruct-hf", True),
     (
         "codellama/CodeLlama-7b-Python-hf",
         "codellama/CodeLlama-7b-Python-hf",
@@ -478,7 +478,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
         False,
     ),
     ("microsoft/Phi-4-reasoning", "microsoft/Phi-4-reasoning", "microsoft/Phi-4-reasoning", False),
-    ("phi4-reasoning:plus", "microsoft/Phi-4-reasoning-plus", "microsoft/Phi-4-reasoning-plus", False),
+    ("phi4-reasoning:plus", "microsoft/Phi-4-reasoning-plus", "microsoft/Phi-4-reasoning-plus", True),
     (
         "microsoft/Phi-4-mini-reasoning",
         "microsoft/Phi-4-mini-reasoning",
@@ -510,7 +510,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
         "HuggingFaceTB/SmolLM2-1.7B-Instruct",
         False,
     ),
-    ("smollm2:1.7b", "HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct", False),
+    ("smollm2:1.7b", "HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct", True),
     ("EleutherAI/pythia-1.4b", "EleutherAI/pythia-1.4b", "EleutherAI/pythia-1.4b", False),
     (
         "EleutherAI/pythia-6.9b-deduped",
@@ -527,7 +527,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
     ("stabilityai/stable-code-3b", "stabilityai/stable-code-3b", "stabilityai/stable-code-3b", False),
     ("01-ai/Yi-34B", "01-ai/Yi-34B", "01-ai/Yi-34B", False),
     ("01-ai/Yi-6B", "01-ai/Yi-6B", "01-ai/Yi-6B", False),
-    ("yi:34b", "01-ai/Yi-34B", "01-ai/Yi-34B", False),
+    ("yi:34b", "01-ai/Yi-34B", "01-ai/Yi-34B", True),
     (
         "teknium/OpenHermes-2.5-Mistral-7B",
         "teknium/OpenHermes-2.5-Mistral-7B",
@@ -579,7 +579,7 @@ SECOND_PASS: list[tuple[str, str | None, str | None, bool]] = [
     ("01-ai/Yi-1.5-9B-Chat", None, None, False),
     ("mistralai/Mistral-Large-Instruct-2407", None, None, False),
     ("google/gemma-7b", "google/gemma-7b", "google/gemma-7b", False),
-    ("gemma:7b", "google/gemma-7b-it", "google/gemma-7b-it", False),
+    ("gemma:7b", "google/gemma-7b-it", "google/gemma-7b-it", True),
     ("HuggingFaceH4/zephyr-7b-beta", None, None, False),
     ("lmsys/vicuna-7b-v1.5", None, None, False),
     (
