@@ -21,13 +21,14 @@ this structurally).
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import unicodedata
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
-from itertools import accumulate, repeat
+from itertools import accumulate, compress, count, repeat
 from operator import add
 
 import re2
@@ -114,11 +115,6 @@ _MARK = "\x02"
 
 WRAP_MIN_LENGTH = 60
 TERMINAL_WRAP = 80
-# lines that may continue the line before: not prefixed, after a line that is not empty (and, when the
-# paste has no prefixes, at least WRAP_MIN_LENGTH long).  Run on the marked text before trailing blanks
-# are cut, so this is a superset; each candidate is then checked exactly.
-_CANDIDATE_ANY = re.compile("\n(?=[^\x02\n])(?<=[^\n]\n)")
-_CANDIDATE_LONG = re.compile(f"\n(?=[^\x02\n])(?<=[^\n]{{{WRAP_MIN_LENGTH}}}\n)")
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
 _RECORD_WORDS = tuple('Traceback|File "|During handling|The above exception|INFO|ERROR|WARN|DEBUG'.split("|"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
@@ -258,11 +254,13 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 def normalize(data: bytes | str) -> Normalized:
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
-    marked = strip_prefixes(raw_text)
-    any_prefixed = _MARK in marked
-    lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
-    joins = _find_joins(lines, any_prefixed, marked, raw_text)
-    del marked, raw_text
+    marked = strip_prefixes(raw_text).split("\n")  # a mark can only open a line (the text holds none)
+    prefixed = bytearray(map(str.startswith, marked, repeat(_MARK)))
+    any_prefixed = prefixed.find(1) >= 0
+    lines = list(map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)) if any_prefixed else marked))
+    del marked
+    joins = _find_joins(lines, prefixed if any_prefixed else None, raw_text)
+    del raw_text
     views = [View.build(lines, range(len(lines)))]
     if joins:
         groups = _join_groups(joins)
@@ -271,28 +269,25 @@ def normalize(data: bytes | str) -> Normalized:
     return Normalized(tuple(views))
 
 
-def _find_joins(cleaned: list[str], any_prefixed: bool, marked: str, raw_text: str) -> list[int]:
-    """The physical lines that continue the line before them (a hard wrap), in order.  Candidates come
-    from a pattern on the marked text, which already leaves out prefixed lines."""
-    candidates = (_CANDIDATE_ANY if any_prefixed else _CANDIDATE_LONG).finditer(marked)
-    raw_lengths: array | None = None
-    joins: list[int] = []
-    line, pos = 0, 0
-    for m in candidates:
-        line += marked.count("\n", pos, m.start()) + 1
-        pos = m.end()
-        text, prev = cleaned[line], cleaned[line - 1]
-        if not text or not prev:
-            continue
-        if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
-            continue
-        if is_record_start(text):
-            if raw_lengths is None:
-                raw_lengths = array("q", map(len, raw_text.split("\n")))
-            if not wrapped_mid_record(raw_lengths[line - 1], prev, text):
-                continue
-        joins.append(line)
-    return joins
+def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -> list[int]:
+    """The physical lines that continue the line before them (a hard wrap), in order: not empty, not
+    prefixed, after a line that is not empty (and, when the paste has no prefixes, at least
+    WRAP_MIN_LENGTH long), and not a new record unless a wrap cut one mid-sentence.  Every line at once,
+    with C-level maps; Python code runs only for the candidates that look like a new record."""
+    if prefixed is None:
+        before = map(operator.ge, map(len, cleaned), repeat(WRAP_MIN_LENGTH))
+    else:
+        before = map(operator.and_, map(bool, cleaned), map(operator.not_, prefixed[1:]))
+    candidates = list(compress(count(1), map(operator.and_, before, map(bool, cleaned[1:]))))
+    records = list(compress(candidates, map(_RECORD_START.match, map(cleaned.__getitem__, candidates))))
+    if not records:
+        return candidates
+    raw_lengths = array("q", map(len, raw_text.split("\n")))
+    widths = map(raw_lengths.__getitem__, map(operator.sub, records, repeat(1)))
+    wide = compress(records, map(operator.ge, widths, repeat(TERMINAL_WRAP)))  # the others are new records
+    kept = {j for j in wide if wrapped_mid_record(raw_lengths[j - 1], cleaned[j - 1], cleaned[j])}
+    cut = set(records) - kept
+    return [j for j in candidates if j not in cut] if cut else candidates
 
 
 def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
