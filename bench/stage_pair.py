@@ -1,9 +1,10 @@
-"""One stage of a triage (``redact()``, ``normalize()`` or ``detect()``) in this checkout against another
+"""One stage of a triage (``redact()``, ``normalize()``, ``detect()``, or ``triage``: ``detect()`` of what
+``redact()`` returns, as the CLI and the bots run them) in this checkout against another
 revision, on the 10 MiB shapes of bench/detector_vs_grep.py: two worker processes, one per tree, each
 timing its own stage on the same text, their runs alternating (medians of paired runs; a ratio under 1
 means this checkout is faster).  Each run's output is digested, so a changed output is reported.
 
-Run: .venv/bin/python bench/stage_pair.py REV [--stage redact|normalize|detect] [--mib 10] [--runs 3]
+Run: .venv/bin/python bench/stage_pair.py REV [--stage redact|normalize|detect|triage] [--mib 10] [--runs 3]
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def digest(stage, out):
         h.update(repr(sorted(out.context.fields.items())).encode())
     return h.hexdigest()[:16]
 
-stages = {"redact": redact, "normalize": normalize, "detect": default_detector().detect}
+detect = default_detector().detect
+stages = {"redact": redact, "normalize": normalize, "detect": detect, "triage": lambda t: detect(redact(t).text)}
 for line in sys.stdin:
     stage, path = line.rstrip("\n").split("\t")
     text = open(path, encoding="utf-8").read()
@@ -70,7 +72,7 @@ def ask(proc: subprocess.Popen, stage: str, path: Path) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rev")
-    parser.add_argument("--stage", choices=("redact", "normalize", "detect"), default="redact")
+    parser.add_argument("--stage", choices=("redact", "normalize", "detect", "triage"), default="redact")
     parser.add_argument("--mib", type=float, default=10)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

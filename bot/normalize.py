@@ -220,6 +220,37 @@ def visible(text: str) -> str:
     return text
 
 
+# A paste is redacted, then the text redaction returns is normalised: that is the very text redaction
+# read when it found no secret, and both strip its prefixes.  Redaction hands its prefix-marked pieces
+# of the text over here (one paste, a long one only); normalize takes them once, when the text it would
+# strip is that same object (``is``: the entry holds it, so no other object can have its id).
+HANDOFF_MIN = 1 << 18  # characters: a shorter text is stripped again in a few milliseconds
+_HANDOFF: list[tuple[str, list[str]]] = []
+
+
+def hand_over(text: str, marked: list[str]) -> None:
+    """Leave ``strip_prefixes(text)``, cut into pieces at newlines (``marked``), for :func:`normalize`."""
+    _HANDOFF[:] = [(text, marked)] if len(text) >= HANDOFF_MIN else []
+
+
+def drop_handoff() -> None:
+    _HANDOFF[:] = []
+
+
+def _marked_lines(text: str) -> list[str]:
+    """``strip_prefixes(text).split("\\n")``: the handed-over pieces when they are this text's."""
+    try:
+        key, pieces = _HANDOFF.pop()
+    except IndexError:
+        return strip_prefixes(text).split("\n")
+    if key is not text:
+        return strip_prefixes(text).split("\n")
+    lines: list[str] = []
+    for piece in pieces:
+        lines += piece.split("\n")
+    return lines
+
+
 def strip_prefixes(text: str, mark: str = _MARK) -> str:
     """Remove every line's log prefixes, leaving ``mark`` on lines that had one."""
     head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
@@ -254,7 +285,7 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 def normalize(data: bytes | str) -> Normalized:
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
-    marked = strip_prefixes(raw_text).split("\n")  # a mark can only open a line (the text holds none)
+    marked = _marked_lines(raw_text)  # a mark can only open a line (the text holds none)
     prefixed = bytearray(map(str.startswith, marked, repeat(_MARK)))
     any_prefixed = prefixed.find(1) >= 0
     lines = list(map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)) if any_prefixed else marked))

@@ -18,7 +18,16 @@ from unicodedata import east_asian_width
 
 import re2
 
-from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
+from bot.normalize import (
+    _MARK,
+    _RECORD_START,
+    TERMINAL_WRAP,
+    drop_handoff,
+    hand_over,
+    strip_prefixes,
+    visible,
+    wrapped_mid_record,
+)
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -101,8 +110,10 @@ def redact(text: str) -> Redaction:
         text = _redact_key_blocks(text, kinds)
     if multiline:
         text = _redact_wrapped(text, kinds)
-    text = _redact_spans(text, kinds)
-    return Redaction(text, tuple(kinds))
+    cleaned = _redact_spans(text, kinds)
+    if cleaned is not text:
+        drop_handoff()  # the prefixes _redact_wrapped stripped are no longer those of the text returned
+    return Redaction(cleaned, tuple(kinds))
 
 
 def _redact_spans(text: str, kinds: list[str]) -> str:
@@ -136,27 +147,40 @@ def _columns(line: str) -> int:
     return len(line) if line.isascii() else len(line) + sum(east_asian_width(c) in "WF" for c in line)
 
 
-def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]:
+def _widths(lines: list[str], ascii: bool) -> list[int]:
+    """Each line's :func:`_columns` (``ascii``: every line is): the lengths at C level, Python only for
+    the non-ASCII lines."""
+    widths = list(map(len, lines))
+    if not ascii:
+        for k in itertools.compress(itertools.count(), map(operator.not_, map(str.isascii, lines))):
+            widths[k] = _columns(lines[k])
+    return widths
+
+
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, list[str]]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
     in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
-    bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds one: the same lines as in
-    one pass), so no second copy of a long text is ever made whole."""
+    bytes.strip keeps; the prefix-marked text, in pieces, for the detector (bot.normalize.hand_over).
+    A MiB at a time, cut at a newline (no prefix holds one: the same lines as in one pass), so no second
+    copy of a long text is ever made whole (a piece with no wide character takes a byte a character)."""
     lines: list[bytes] = []
     chars: list[int] = []
     raw: list[int] = []
+    marked: list[str] = []
     pos, wide = 0, False
     while pos <= len(text):
         cut = text.find("\n", pos + STRIP_CHUNK)
         chunk = text[pos:] if cut < 0 else text[pos:cut]
-        width = len if chunk.isascii() else _columns  # a terminal wraps at a width in columns
-        raw += map(width, chunk.split("\n"))
-        stripped = strip_prefixes(chunk, mark="")
-        chars += map(width, stripped.split("\n"))
+        ascii = chunk.isascii()  # a terminal wraps at a width in columns
+        raw += _widths(chunk.split("\n"), ascii)
+        marked.append(strip_prefixes(chunk))
+        stripped = marked[-1].replace(_MARK, "")  # the text holds no mark of its own (visible)
+        chars += _widths(stripped.split("\n"), ascii)
         data = stripped.encode("utf-8")
         wide = wide or _WIDE_SPACE.search(data) is not None
         lines += data.split(b"\n")
         pos = len(text) + 1 if cut < 0 else cut + 1
-    return lines, chars, raw, wide
+    return lines, chars, raw, wide, marked
 
 
 def _stripper(method: str, wide: bool) -> Strip:
@@ -209,8 +233,10 @@ def _joins(
     after = list(itertools.compress(itertools.count(1), joins))  # lines the one before may join: new records?
     for j in itertools.compress(
         after, map(_RECORD_START.match, map(bytes.decode, map(lines.__getitem__, after)))
-    ):
-        joins[j - 1] = wrapped_mid_record(raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8"))
+    ):  # after a line narrower than a terminal, a new record (wrapped_mid_record's first test)
+        joins[j - 1] = raw[j - 1] >= TERMINAL_WRAP and wrapped_mid_record(
+            raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8")
+        )
     steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
     return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
 
@@ -221,7 +247,9 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    lines, chars, raw_len, wide = _stripped_lines(text)  # raw lines only if a piece is removed
+    lines, chars, raw_len, wide, marked = _stripped_lines(text)  # raw lines only if a piece is removed
+    hand_over(text, marked)  # taken back below if a piece is removed
+    del marked
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
     runs = _runs(*_joins(chars, raw_len, stripped, lines))
@@ -250,7 +278,10 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 raw = text.split("\n")
             if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
                 kinds.append(span.kind)
-    return text if raw is None else "\n".join(raw)
+    if raw is None:
+        return text
+    drop_handoff()
+    return "\n".join(raw)
 
 
 def _windows(

@@ -67,7 +67,7 @@ def random_text(rng: random.Random) -> str:
 
 
 def runs(text: str) -> list[fast.Run]:
-    lines, chars, raw, wide = fast._stripped_lines(text)
+    lines, chars, raw, wide, _marked = fast._stripped_lines(text)
     return fast._runs(*fast._joins(chars, raw, list(map(fast._stripper("strip", wide), lines)), lines))
 
 
@@ -94,8 +94,10 @@ def test_lines_are_stripped_as_one_pass_does_across_chunks(monkeypatch):
     text = "\n".join(rows)
     whole = fast._stripped_lines(text)
     monkeypatch.setattr(fast, "STRIP_CHUNK", 1000)  # a cut every few lines
-    assert fast._stripped_lines(text) == whole
-    lines, chars, raw, wide = whole
+    cut = fast._stripped_lines(text)
+    assert cut[:4] == whole[:4] and len(cut[4]) > len(whole[4]) == 1
+    assert "\n".join(cut[4]) == "\n".join(whole[4]) == strip_prefixes(text)  # the pieces handed over
+    lines, chars, raw, wide, _marked = whole
     assert lines == strip_prefixes(text, mark="").encode().split(b"\n") and raw == list(map(len, rows))
     assert chars == list(map(len, strip_prefixes(text, mark="").split("\n"))) and not wide
     assert runs(text) == frozen._runs(frozen._stripped_lines(text), raw)
