@@ -25,10 +25,10 @@ import operator
 import re
 import unicodedata
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
-from itertools import accumulate, compress, count, repeat
+from itertools import accumulate, chain, compress, count, islice, repeat
 from operator import add
 
 import re2
@@ -135,6 +135,31 @@ _ENDS_RECORD = frozenset(".:;!?)]}>")
 
 
 _ENCODE = partial(str.encode, encoding="utf-8", errors="surrogatepass")
+
+
+ENCODE_LINES = 1 << 13  # lines joined and encoded at a time
+
+
+def _utf8(lines: Iterable[str]) -> bytes:
+    """The lines joined with newlines, in UTF-8 (as :meth:`View.build`): a few thousand lines at a time,
+    so a text with one wide character is never held whole as a str of two or four bytes a character,
+    nor a generator's lines all at once."""
+    rest = iter(lines)
+    parts = []
+    while chunk := list(islice(rest, ENCODE_LINES)):
+        parts.append(_ENCODE("\n".join(chunk)))
+    return b"\n".join(parts)
+
+
+def _line_lengths(text: str) -> array:
+    """``len`` of every line of ``text``, a MiB at a time (no list of every line is made)."""
+    lengths = array("q")
+    pos = 0
+    while pos <= len(text):
+        cut = text.find("\n", pos + (1 << 20))
+        lengths.extend(map(len, (text[pos:] if cut < 0 else text[pos:cut]).split("\n")))
+        pos = len(text) + 1 if cut < 0 else cut + 1
+    return lengths
 
 
 def _offsets(lengths) -> array:
@@ -292,7 +317,7 @@ def normalize(data: bytes | str) -> Normalized:
     del marked
     joins = _find_joins(lines, prefixed if any_prefixed else None, raw_text)
     del raw_text
-    views = [View.build(lines, range(len(lines)))]
+    views = [View(range(len(lines)), _utf8(lines))]
     if joins:
         groups = _join_groups(joins)
         views.append(_joined_view(lines, groups, ""))
@@ -313,7 +338,7 @@ def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -
     records = list(compress(candidates, map(_RECORD_START.match, map(cleaned.__getitem__, candidates))))
     if not records:
         return candidates
-    raw_lengths = array("q", map(len, raw_text.split("\n")))
+    raw_lengths = _line_lengths(raw_text)
     widths = map(raw_lengths.__getitem__, map(operator.sub, records, repeat(1)))
     wide = compress(records, map(operator.ge, widths, repeat(TERMINAL_WRAP)))  # the others are new records
     kept = {j for j in wide if wrapped_mid_record(raw_lengths[j - 1], cleaned[j - 1], cleaned[j])}
@@ -321,19 +346,21 @@ def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -
     return [j for j in candidates if j not in cut] if cut else candidates
 
 
-def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
-    """(first, last) physical line of every logical line made of more than one physical line."""
-    groups: list[tuple[int, int]] = []
-    for i in joins:
-        if groups and groups[-1][1] == i - 1:
-            groups[-1] = (groups[-1][0], i)
-        else:
-            groups.append((i - 1, i))
-    return groups
+def _join_groups(joins: list[int]) -> tuple[list[int], list[int]]:
+    """The first and the last physical line of every logical line made of more than one physical line:
+    a join that does not continue the one before opens one (at the line before it), a join that the next
+    does not continue closes it.  C-level maps, no tuple per line."""
+    plus_one = list(map(operator.add, joins, repeat(1)))
+    opens = map(operator.ne, chain([-1], plus_one), joins)
+    closes = map(operator.ne, plus_one, chain(islice(joins, 1, None), [-1]))
+    return list(map(operator.sub, compress(joins, opens), repeat(1))), list(compress(joins, closes))
 
 
-def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
+def _joined_view(lines: list[str], groups: tuple[list[int], list[int]], glue: str) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
     strip = str.lstrip
-    logical = [glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in groups]
-    return View.build(logical, tuple(a for a, _b in groups))
+    firsts, lasts = groups
+    logical = (
+        glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in zip(firsts, lasts, strict=True)
+    )
+    return View(tuple(firsts), _utf8(logical))

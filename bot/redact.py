@@ -259,10 +259,10 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     del lines, chars, raw_len, stripped  # a run's parts are read back from its window
     raw: list[str] | None = None
     for glue in (b"", b" "):
-        data = nul_glued.replace(b"\0", glue)  # each run's NULs gone: it starts that many bytes earlier
         gone = itertools.accumulate((b - a for a, b, _c in runs), initial=0)
         starts = nul_starts if glue else list(map(operator.sub, nul_starts, gone))
-        for span in find_spans(data):
+        # each run's NULs gone (a run starts that many bytes earlier); that copy dropped once searched
+        for span in find_spans(nul_glued.replace(b"\0", glue)):
             w = bisect.bisect_right(starts, span.start) - 1
             s, e = span.start - starts[w], span.end - starts[w]
             first, _last, context = runs[w]
