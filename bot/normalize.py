@@ -25,7 +25,7 @@ import operator
 import re
 import unicodedata
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
 from itertools import accumulate, chain, compress, count, islice, repeat
@@ -246,34 +246,59 @@ def visible(text: str) -> str:
 
 
 # A paste is redacted, then the text redaction returns is normalised: that is the very text redaction
-# read when it found no secret, and both strip its prefixes.  Redaction hands its prefix-marked pieces
-# of the text over here (one paste, a long one only); normalize takes them once, when the text it would
-# strip is that same object (``is``: the entry holds it, so no other object can have its id).
+# read when it found no secret, and both strip its prefixes.  Redaction hands over here how many
+# characters each line's prefixes took (one paste, a long one only); normalize takes that once, when the
+# text it would strip is that same object (``is``: the entry holds it, so no other object has its id),
+# and cuts the lines instead of running the prefix pattern again.
 HANDOFF_MIN = 1 << 18  # characters: a shorter text is stripped again in a few milliseconds
-_HANDOFF: list[tuple[str, list[str]]] = []
+_HANDOFF: list[tuple[str, array]] = []
 
 
-def hand_over(text: str, marked: list[str]) -> None:
-    """Leave ``strip_prefixes(text)``, cut into pieces at newlines (``marked``), for :func:`normalize`."""
-    _HANDOFF[:] = [(text, marked)] if len(text) >= HANDOFF_MIN else []
+def hand_over(text: str, cuts: array) -> None:
+    """Leave, for :func:`normalize`, the length of each line's prefixes in ``text`` (0: none): the line
+    ``strip_prefixes`` leaves is the rest of the raw line."""
+    _HANDOFF[:] = [(text, cuts)] if len(text) >= HANDOFF_MIN else []
 
 
 def drop_handoff() -> None:
     _HANDOFF[:] = []
 
 
-def _marked_lines(text: str) -> list[str]:
-    """``strip_prefixes(text).split("\\n")``: the handed-over pieces when they are this text's."""
+def _handed_over(text: str) -> array | None:
+    """The prefix lengths handed over for this very text object, if any; the entry is dropped either way."""
     try:
-        key, pieces = _HANDOFF.pop()
+        key, cuts = _HANDOFF.pop()
     except IndexError:
-        return strip_prefixes(text).split("\n")
-    if key is not text:
-        return strip_prefixes(text).split("\n")
+        return None
+    return cuts if key is text else None
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """``text`` in pieces of about a MiB, cut at newlines (each newline dropped)."""
+    pos = 0
+    while pos <= len(text):
+        cut = text.find("\n", pos + (1 << 20))
+        yield text[pos:] if cut < 0 else text[pos:cut]
+        pos = len(text) + 1 if cut < 0 else cut + 1
+
+
+def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
+    """Every line without its prefixes and trailing blanks, and whether it had a prefix, a piece at a time
+    (no list of every marked line): the prefixes cut by their handed-over lengths when there are."""
     lines: list[str] = []
-    for piece in pieces:
-        lines += piece.split("\n")
-    return lines
+    if cuts is not None:
+        rests, count = map(slice, cuts, repeat(None)), 0  # line[cut:], one per line in order
+        for rows in (piece.split("\n") for piece in _pieces(text)):
+            lines += map(str.rstrip, map(str.__getitem__, rows, rests))
+            count += len(rows)
+        if count == len(lines) == len(cuts):
+            return lines, bytearray(map(bool, cuts))
+        lines = []  # not this text's lines after all (never expected): strip them
+    prefixed = bytearray()
+    for marked in (piece.split("\n") for piece in _pieces(strip_prefixes(text))):
+        prefixed += bytearray(map(str.startswith, marked, repeat(_MARK)))  # a mark can only open a line
+        lines += map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)))
+    return lines, prefixed
 
 
 def strip_prefixes(text: str, mark: str = _MARK) -> str:
@@ -309,13 +334,11 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 
 def normalize(data: bytes | str) -> Normalized:
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    cuts = _handed_over(text)  # taken at once: held no longer than needed
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
-    marked = _marked_lines(raw_text)  # a mark can only open a line (the text holds none)
-    prefixed = bytearray(map(str.startswith, marked, repeat(_MARK)))
-    any_prefixed = prefixed.find(1) >= 0
-    lines = list(map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)) if any_prefixed else marked))
-    del marked
-    joins = _find_joins(lines, prefixed if any_prefixed else None, raw_text)
+    lines, prefixed = _clean_lines(raw_text, cuts if raw_text is text else None)
+    del cuts
+    joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text
     views = [View(range(len(lines)), _utf8(lines))]
     if joins:

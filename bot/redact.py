@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from unicodedata import east_asian_width
@@ -19,7 +20,6 @@ from unicodedata import east_asian_width
 import re2
 
 from bot.normalize import (
-    _MARK,
     _RECORD_START,
     TERMINAL_WRAP,
     drop_handoff,
@@ -157,30 +157,34 @@ def _widths(lines: list[str], ascii: bool) -> list[int]:
     return widths
 
 
-def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, list[str]]:
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, array]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
     in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
-    bytes.strip keeps; the prefix-marked text, in pieces, for the detector (bot.normalize.hand_over).
+    bytes.strip keeps; how many characters each line's prefixes took, for the detector (hand_over).
     A MiB at a time, cut at a newline (no prefix holds one: the same lines as in one pass), so no second
-    copy of a long text is ever made whole (a piece with no wide character takes a byte a character)."""
+    copy of a long text is ever made whole."""
     lines: list[bytes] = []
     chars: list[int] = []
     raw: list[int] = []
-    marked: list[str] = []
+    cuts = array("q")
     pos, wide = 0, False
     while pos <= len(text):
         cut = text.find("\n", pos + STRIP_CHUNK)
         chunk = text[pos:] if cut < 0 else text[pos:cut]
         ascii = chunk.isascii()  # a terminal wraps at a width in columns
-        raw += _widths(chunk.split("\n"), ascii)
-        marked.append(strip_prefixes(chunk))
-        stripped = marked[-1].replace(_MARK, "")  # the text holds no mark of its own (visible)
-        chars += _widths(stripped.split("\n"), ascii)
+        rows = chunk.split("\n")
+        lengths = list(map(len, rows))
+        raw += lengths if ascii else _widths(rows, False)
+        stripped = strip_prefixes(chunk, mark="")  # a prefix is cut from a line's start: the rest is kept
         data = stripped.encode("utf-8")
         wide = wide or _WIDE_SPACE.search(data) is not None
-        lines += data.split(b"\n")
+        part = data.split(b"\n")
+        kept = list(map(len, part if ascii else stripped.split("\n")))
+        chars += kept if ascii else _widths(stripped.split("\n"), False)
+        cuts.extend(map(operator.sub, lengths, kept))
+        lines += part
         pos = len(text) + 1 if cut < 0 else cut + 1
-    return lines, chars, raw, wide, marked
+    return lines, chars, raw, wide, cuts
 
 
 def _stripper(method: str, wide: bool) -> Strip:
@@ -247,9 +251,9 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    lines, chars, raw_len, wide, marked = _stripped_lines(text)  # raw lines only if a piece is removed
-    hand_over(text, marked)  # taken back below if a piece is removed
-    del marked
+    lines, chars, raw_len, wide, cuts = _stripped_lines(text)  # raw lines only if a piece is removed
+    hand_over(text, cuts)  # taken back below if a piece is removed
+    del cuts
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
     runs = _runs(*_joins(chars, raw_len, stripped, lines))

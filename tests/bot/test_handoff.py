@@ -1,7 +1,10 @@
-"""Redaction hands the prefix-stripped text it read over to normalisation (bot.normalize.hand_over): the
-views must be those of a fresh normalisation, the pieces used only for that very text object, once."""
+"""Redaction hands the length of every line's prefixes in the text it read over to normalisation
+(bot.normalize.hand_over): the views must be those of a fresh normalisation, the cuts used only for that
+very text object, once."""
 
 from __future__ import annotations
+
+from array import array
 
 from bot import normalize as N
 from bot.redact import redact
@@ -27,15 +30,17 @@ def test_redaction_hands_over_what_normalize_would_compute():
     assert fresh[1] == (b"CUDA out of memory whileloading", [4000])
 
 
-def test_pieces_are_used_for_that_object_only():
+def test_cuts_are_used_for_that_object_only():
     text = "x" * N.HANDOFF_MIN + "\n[rank0]: y"
-    N.hand_over(text, ["bogus\nlines"])
+    N.hand_over(text, array("q", [0, 3]))
     other = "".join(text)  # equal, not the same object
     assert other is not text
     assert N.normalize(other).views[0].data.endswith(b"\ny")
     assert N._HANDOFF == []  # a miss drops the entry too
-    N.hand_over(text, ["bogus\nlines"])
-    assert N.normalize(text).views[0].data == b"bogus\nlines"  # the same object: the pieces are read
+    N.hand_over(text, array("q", [0, 3]))
+    assert N.normalize(text).views[0].data.endswith(b"\nnk0]: y")  # the same object: the cuts are read
+    N.hand_over(text, array("q", [0]))  # not one cut a line: stripped as if none was handed over
+    assert N.normalize(text).views[0].data.endswith(b"\ny")
 
 
 def test_a_short_text_is_not_handed_over():

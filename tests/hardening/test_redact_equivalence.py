@@ -5,6 +5,7 @@ wrapped at many widths, and random line shapes built to hit every branch of the 
 from __future__ import annotations
 
 import random
+from array import array
 
 import pytest
 
@@ -94,10 +95,11 @@ def test_lines_are_stripped_as_one_pass_does_across_chunks(monkeypatch):
     text = "\n".join(rows)
     whole = fast._stripped_lines(text)
     monkeypatch.setattr(fast, "STRIP_CHUNK", 1000)  # a cut every few lines
-    cut = fast._stripped_lines(text)
-    assert cut[:4] == whole[:4] and len(cut[4]) > len(whole[4]) == 1
-    assert "\n".join(cut[4]) == "\n".join(whole[4]) == strip_prefixes(text)  # the pieces handed over
-    lines, chars, raw, wide, _marked = whole
+    assert fast._stripped_lines(text) == whole
+    lines, chars, raw, wide, cuts = whole
+    rests = strip_prefixes(text, mark="").split("\n")  # what each line keeps: the detector gets the cuts
+    assert list(cuts) == [len(row) - len(rest) for row, rest in zip(rows, rests, strict=True)]
+    assert cuts[:3] == array("q", [76, len(PREFIX), len(PREFIX)])  # 29 + the prefix FILLER opens with
     assert lines == strip_prefixes(text, mark="").encode().split(b"\n") and raw == list(map(len, rows))
     assert chars == list(map(len, strip_prefixes(text, mark="").split("\n"))) and not wide
     assert runs(text) == frozen._runs(frozen._stripped_lines(text), raw)
