@@ -2,7 +2,8 @@
 ``redact()`` returns, as the CLI and the bots run them) in this checkout against another
 revision, on the 10 MiB shapes of bench/detector_vs_grep.py: two worker processes, one per tree, each
 timing its own stage on the same text, their runs alternating (medians of paired runs; a ratio under 1
-means this checkout is faster).  Each run's output is digested, so a changed output is reported.
+means this checkout is faster; CPU seconds of the worker, which the machine's other load moves less than
+wall time).  Each run's output is digested, so a changed output is reported.
 
 Run: .venv/bin/python bench/stage_pair.py REV [--stage redact|normalize|detect|triage] [--mib 10] [--runs 3]
 """
@@ -48,9 +49,9 @@ stages = {"redact": redact, "normalize": normalize, "detect": detect, "triage": 
 for line in sys.stdin:
     stage, path = line.rstrip("\n").split("\t")
     text = open(path, encoding="utf-8").read()
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: less moved than wall time by the other users of the machine
     out = stages[stage](text)
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     print(seconds, digest(stage, out), flush=True)
 """
 

@@ -213,6 +213,12 @@ class Normalized:
 def clean_text(text: str) -> str:
     """Invisible characters removed, look-alikes folded, line ends and tabs made plain; each step only
     when its trigger is in the text (an ASCII text needs none of the Unicode ones)."""
+    return _cleaned(text)[0]
+
+
+def _cleaned(text: str) -> tuple[str, bytes | None]:
+    """:func:`clean_text`, and the cleaned text in UTF-8 when that was made on the way (else None)."""
+    data = None
     if text.isascii():
         if "\x00" in text or "\x02" in text:
             text = text.replace("\x00", "").replace("\x02", "")
@@ -220,27 +226,29 @@ def clean_text(text: str) -> str:
         # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot
         # be encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
         try:
-            has_invisible = _INVISIBLE_UTF8.search(text.encode("utf-8")) is not None
+            data = text.encode("utf-8")
+            has_invisible = _INVISIBLE_UTF8.search(data) is not None
         except UnicodeEncodeError:
             text = _SURROGATE.sub("\ufffd", text)
             has_invisible = True
         if has_invisible:
-            text = _INVISIBLE.sub("", text)
-        text = unicodedata.normalize("NFKC", text)
+            text, data = _INVISIBLE.sub("", text), None
+        folded = unicodedata.normalize("NFKC", text)  # the same object when the text is already folded
+        text, data = (text, data) if folded is text else (folded, None)
     if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text, data = text.replace("\r\n", "\n").replace("\r", "\n"), None
     if "\t" in text:
-        text = text.replace("\t", "    ")
-    return text
+        text, data = text.replace("\t", "    "), None
+    return text, data
 
 
 def visible(text: str) -> str:
     """The text as every pattern sees it: invisible characters gone, look-alikes folded, ANSI stripped.
     The redactor reads this too, so a secret split by zero-width spaces is found before it is joined."""
-    text = clean_text(text)
+    text, data = _cleaned(text)
     if "\x1b" in text:
         return _ANSI.sub("", text)
-    if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text)) is not None:
+    if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text) if data is None else data) is not None:
         return _ANSI_LOST_ONLY.sub("", text)  # the escape byte was lost: "[34m"
     return text
 

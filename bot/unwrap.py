@@ -68,10 +68,11 @@ def quote_bars(text: str) -> str:
     return _QUOTE.sub("", text)
 
 
-def glued_records(text: str) -> str:
+def glued_records(text: str, data: bytes | None = None) -> str:
     """A newline in front of every glued header (the blank before it dropped).  Searched in UTF-8 bytes
-    and spliced by offsets: RE2 on a ``str`` maps every match's offsets back to characters."""
-    data = text.encode("utf-8", "surrogatepass")
+    (``data``, when the caller has them) and spliced by offsets: RE2 on a ``str`` maps every match's
+    offsets back to characters."""
+    data = text.encode("utf-8", "surrogatepass") if data is None else data
     pieces: list[bytes] = []
     end = 0
     for m in _GLUED.finditer(data):
@@ -83,9 +84,10 @@ def glued_records(text: str) -> str:
     return b"".join(pieces).decode("utf-8", "surrogatepass")
 
 
-def cloudwatch_duplicates(text: str) -> str:
-    """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
-    if _CW_ANY.search(text) is None:
+def cloudwatch_duplicates(text: str, data: bytes | None = None) -> str:
+    """Drop a line that repeats the previous line's message (the previous line minus its timestamp);
+    ``data``: the text in UTF-8, when the caller has it (RE2 would encode the text again)."""
+    if _CW_ANY.search(text if data is None else data) is None:
         return text  # no line starts with an ISO timestamp: skip the line scan
     lines = text.split("\n")
     if len(lines) < 2:
@@ -108,4 +110,7 @@ def cloudwatch_duplicates(text: str) -> str:
 
 
 def unwrap(text: str) -> str:
-    return cloudwatch_duplicates(glued_records(quote_bars(arrow_ansi(text))))
+    text = quote_bars(arrow_ansi(text))
+    data = text.encode("utf-8", "surrogatepass")  # encoded once for both searches when nothing is glued
+    glued = glued_records(text, data)
+    return cloudwatch_duplicates(glued, data if glued is text else None)
