@@ -11,11 +11,10 @@
 
 Linear time on any input, and no work where there is nothing to do: a pass whose trigger is absent
 (a non-ASCII character, an escape byte, a carriage return, a tab) is skipped, the prefix pattern is
-anchored on a literal newline (so the regex engine jumps from line to line instead of trying every
-position), and per-line work is done by C-level ``map``/``split``/``join``; Python code runs only for
-the few lines that may continue a hard wrap.  Every quantifier in the Python ``re`` patterns is
-possessive or bounded by a small constant, so they never backtrack (tests/bot/test_normalize.py checks
-this structurally).
+anchored on a literal newline, prefixes redaction already measured are cut by length (hand_over), and
+per-line work is done by C-level ``map``/``split``/``join``, a MiB at a time.  Every quantifier in the
+Python ``re`` patterns is possessive or bounded by a small constant, so they never backtrack
+(tests/bot/test_normalize.py checks this structurally).
 """
 
 from __future__ import annotations
@@ -36,13 +35,8 @@ import re2
 from bot.unwrap import unwrap
 
 # NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
-_INVISIBLE_CHARS = "".join(
-    [
-        "\x00\x02\u00ad\u061c\u2060\ufeff",
-        *map(chr, range(0x200B, 0x2010)),
-        *map(chr, range(0x202A, 0x202F)),
-        *map(chr, range(0x2066, 0x206A)),
-    ]
+_INVISIBLE_CHARS = "\x00\x02\u00ad\u061c\u2060\ufeff" + "".join(
+    map(chr, [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 )
 _INVISIBLE = re.compile("[" + re.escape(_INVISIBLE_CHARS) + "]")
 # the same characters, looked for by RE2 in the encoded text: one linear pass, faster than re's
@@ -54,6 +48,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSI_LOST = r"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|" + _ANSI_LOST)
 _ANSI_LOST_ONLY = re.compile(_ANSI_LOST)  # the same pass when the text has no escape byte
+# _ANSI's first three alternatives (a literal first byte: the engine jumps from escape to escape), and
+# where its last one could match: not right after an escape byte (from there the first one matches)
+_ANSI_ESCAPED = re.compile(r"\x1b(?:\[[0-9;?]*+[A-Za-z]|\][^\x07\n]*+\x07|[()][A-Z0-9])")
+_ANSI_LOST_ALONE = re.compile(r"\[(?<!\x1b\[)" + _ANSI_LOST[2:])  # the "[" first: found fast
+LOST_LINES_MAX = 256  # places read with the whole pattern; past that, or past 1/LOST_SHARE of the text,
+LOST_SHARE = 4  # the whole text is read with it
 # whether that pass has anything to remove, asked of RE2 in the encoded text: a log whose every line
 # has a "[worker.py:267]" would otherwise pay a whole-text re pass for nothing (same matches: after a
 # digit group comes ";" or "m", so possessive and greedy agree)
@@ -137,29 +137,19 @@ _ENDS_RECORD = frozenset(".:;!?)]}>")
 _ENCODE = partial(str.encode, encoding="utf-8", errors="surrogatepass")
 
 
-ENCODE_LINES = 1 << 13  # lines joined and encoded at a time
-
-
 def _utf8(lines: Iterable[str]) -> bytes:
-    """The lines joined with newlines, in UTF-8 (as :meth:`View.build`): a few thousand lines at a time,
-    so a text with one wide character is never held whole as a str of two or four bytes a character,
-    nor a generator's lines all at once."""
+    """The lines joined with newlines in UTF-8, 8192 at a time: no whole str of two bytes a character."""
     rest = iter(lines)
-    parts = []
-    while chunk := list(islice(rest, ENCODE_LINES)):
-        parts.append(_ENCODE("\n".join(chunk)))
-    return b"\n".join(parts)
+    return b"\n".join([_ENCODE("\n".join(part)) for part in iter(lambda: list(islice(rest, 8192)), [])])
 
 
-def _line_lengths(text: str) -> array:
-    """``len`` of every line of ``text``, a MiB at a time (no list of every line is made)."""
-    lengths = array("q")
+def line_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:
+    """``text`` in pieces of about ``size`` characters, cut at newlines (each newline dropped)."""
     pos = 0
     while pos <= len(text):
-        cut = text.find("\n", pos + (1 << 20))
-        lengths.extend(map(len, (text[pos:] if cut < 0 else text[pos:cut]).split("\n")))
+        cut = text.find("\n", pos + size)
+        yield text[pos:] if cut < 0 else text[pos:cut]
         pos = len(text) + 1 if cut < 0 else cut + 1
-    return lengths
 
 
 def _offsets(lengths) -> array:
@@ -213,12 +203,6 @@ class Normalized:
 def clean_text(text: str) -> str:
     """Invisible characters removed, look-alikes folded, line ends and tabs made plain; each step only
     when its trigger is in the text (an ASCII text needs none of the Unicode ones)."""
-    return _cleaned(text)[0]
-
-
-def _cleaned(text: str) -> tuple[str, bytes | None]:
-    """:func:`clean_text`, and the cleaned text in UTF-8 when that was made on the way (else None)."""
-    data = None
     if text.isascii():
         if "\x00" in text or "\x02" in text:
             text = text.replace("\x00", "").replace("\x02", "")
@@ -226,68 +210,68 @@ def _cleaned(text: str) -> tuple[str, bytes | None]:
         # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot
         # be encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
         try:
-            data = text.encode("utf-8")
-            has_invisible = _INVISIBLE_UTF8.search(data) is not None
+            has_invisible = _INVISIBLE_UTF8.search(text.encode("utf-8")) is not None
         except UnicodeEncodeError:
             text = _SURROGATE.sub("\ufffd", text)
             has_invisible = True
         if has_invisible:
-            text, data = _INVISIBLE.sub("", text), None
-        folded = unicodedata.normalize("NFKC", text)  # the same object when the text is already folded
-        text, data = (text, data) if folded is text else (folded, None)
+            text = _INVISIBLE.sub("", text)
+        text = unicodedata.normalize("NFKC", text)
     if "\r" in text:
-        text, data = text.replace("\r\n", "\n").replace("\r", "\n"), None
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\t" in text:
-        text, data = text.replace("\t", "    "), None
-    return text, data
+        text = text.replace("\t", "    ")
+    return text
 
 
 def visible(text: str) -> str:
     """The text as every pattern sees it: invisible characters gone, look-alikes folded, ANSI stripped.
     The redactor reads this too, so a secret split by zero-width spaces is found before it is joined."""
-    text, data = _cleaned(text)
+    text = clean_text(text)
     if "\x1b" in text:
-        return _ANSI.sub("", text)
-    if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text) if data is None else data) is not None:
+        return _strip_ansi(text)
+    if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text)) is not None:
         return _ANSI_LOST_ONLY.sub("", text)  # the escape byte was lost: "[34m"
     return text
 
 
-# A paste is redacted, then the text redaction returns is normalised: that is the very text redaction
-# read when it found no secret, and both strip its prefixes.  Redaction hands over here how many
-# characters each line's prefixes took (one paste, a long one only); normalize takes that once, when the
-# text it would strip is that same object (``is``: the entry holds it, so no other object has its id),
-# and cuts the lines instead of running the prefix pattern again.
+def _strip_ansi(text: str) -> str:
+    """``_ANSI.sub("", text)``: no match holds a newline and the lost-escape alternative only matches
+    where no escape byte precedes it, so only the lines with such a place need the whole pattern."""
+    lost, lines = list(islice(_ANSI_LOST_ALONE.finditer(text), LOST_LINES_MAX + 1)), [(0, -1)]
+    for m in (m for m in lost if m.start() > lines[-1][1]):  # (start, end) of each line with one
+        end = text.find("\n", m.end())
+        lines.append((text.rfind("\n", 0, m.start()) + 1, len(text) if end < 0 else end))
+    if len(lost) > LOST_LINES_MAX or sum(b - a for a, b in lines[1:]) * LOST_SHARE > len(text):
+        return _ANSI.sub("", text)  # the whole pattern over most of the text: in one pass
+    out: list[str] = []
+    pos = 0
+    for start, end in lines[1:]:
+        out += (_ANSI_ESCAPED.sub("", text[pos:start]), _ANSI.sub("", text[start:end]))
+        pos = end
+    return "".join([*out, _ANSI_ESCAPED.sub("", text[pos:] if pos else text)])
+
+
+# Redaction strips the prefixes of the text it returns when it found no secret, and hands over each
+# line's prefix length; normalize uses them once, for that very object (``is``: the entry holds it).
 HANDOFF_MIN = 1 << 18  # characters: a shorter text is stripped again in a few milliseconds
 _HANDOFF: list[tuple[str, array]] = []
 
 
 def hand_over(text: str, cuts: array) -> None:
-    """Leave, for :func:`normalize`, the length of each line's prefixes in ``text`` (0: none): the line
-    ``strip_prefixes`` leaves is the rest of the raw line."""
+    """Leave, for :func:`normalize`, how many characters each line's prefixes take in ``text``."""
     _HANDOFF[:] = [(text, cuts)] if len(text) >= HANDOFF_MIN else []
 
 
 def drop_handoff() -> None:
-    _HANDOFF[:] = []
+    _HANDOFF.clear()
 
 
 def _handed_over(text: str) -> array | None:
     """The prefix lengths handed over for this very text object, if any; the entry is dropped either way."""
-    try:
-        key, cuts = _HANDOFF.pop()
-    except IndexError:
-        return None
-    return cuts if key is text else None
-
-
-def _pieces(text: str) -> Iterator[str]:
-    """``text`` in pieces of about a MiB, cut at newlines (each newline dropped)."""
-    pos = 0
-    while pos <= len(text):
-        cut = text.find("\n", pos + (1 << 20))
-        yield text[pos:] if cut < 0 else text[pos:cut]
-        pos = len(text) + 1 if cut < 0 else cut + 1
+    entry = _HANDOFF.copy()  # each step atomic: a race with another thread is a miss, never an error
+    _HANDOFF.clear()
+    return entry[0][1] if entry and entry[0][0] is text else None
 
 
 def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
@@ -296,14 +280,14 @@ def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
     lines: list[str] = []
     if cuts is not None:
         rests, count = map(slice, cuts, repeat(None)), 0  # line[cut:], one per line in order
-        for rows in (piece.split("\n") for piece in _pieces(text)):
+        for rows in (piece.split("\n") for piece in line_pieces(text)):
             lines += map(str.rstrip, map(str.__getitem__, rows, rests))
             count += len(rows)
         if count == len(lines) == len(cuts):
             return lines, bytearray(map(bool, cuts))
         lines = []  # not this text's lines after all (never expected): strip them
     prefixed = bytearray()
-    for marked in (piece.split("\n") for piece in _pieces(strip_prefixes(text))):
+    for marked in (piece.split("\n") for piece in line_pieces(strip_prefixes(text))):
         prefixed += bytearray(map(str.startswith, marked, repeat(_MARK)))  # a mark can only open a line
         lines += map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)))
     return lines, prefixed
@@ -369,7 +353,7 @@ def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -
     records = list(compress(candidates, map(_RECORD_START.match, map(cleaned.__getitem__, candidates))))
     if not records:
         return candidates
-    raw_lengths = _line_lengths(raw_text)
+    raw_lengths = array("q", map(len, chain.from_iterable(p.split("\n") for p in line_pieces(raw_text))))
     widths = map(raw_lengths.__getitem__, map(operator.sub, records, repeat(1)))
     wide = compress(records, map(operator.ge, widths, repeat(TERMINAL_WRAP)))  # the others are new records
     kept = {j for j in wide if wrapped_mid_record(raw_lengths[j - 1], cleaned[j - 1], cleaned[j])}

@@ -19,15 +19,8 @@ from unicodedata import east_asian_width
 
 import re2
 
-from bot.normalize import (
-    _RECORD_START,
-    TERMINAL_WRAP,
-    drop_handoff,
-    hand_over,
-    strip_prefixes,
-    visible,
-    wrapped_mid_record,
-)
+from bot import normalize as norm
+from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
 
@@ -110,10 +103,8 @@ def redact(text: str) -> Redaction:
         text = _redact_key_blocks(text, kinds)
     if multiline:
         text = _redact_wrapped(text, kinds)
-    cleaned = _redact_spans(text, kinds)
-    if cleaned is not text:
-        drop_handoff()  # the prefixes _redact_wrapped stripped are no longer those of the text returned
-    return Redaction(cleaned, tuple(kinds))
+    text = _redact_spans(text, kinds)
+    return Redaction(text, tuple(kinds))
 
 
 def _redact_spans(text: str, kinds: list[str]) -> str:
@@ -121,6 +112,7 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
     spans = find_spans(data)
     if not spans:
         return text
+    norm.drop_handoff()  # the prefixes handed over are no longer those of the text returned
     out: list[bytes] = []
     pos = 0
     for span in spans:
@@ -148,8 +140,7 @@ def _columns(line: str) -> int:
 
 
 def _widths(lines: list[str], ascii: bool) -> list[int]:
-    """Each line's :func:`_columns` (``ascii``: every line is): the lengths at C level, Python only for
-    the non-ASCII lines."""
+    """Each line's :func:`_columns` (``ascii``: all are ASCII): Python only for the non-ASCII ones."""
     widths = list(map(len, lines))
     if not ascii:
         for k in itertools.compress(itertools.count(), map(operator.not_, map(str.isascii, lines))):
@@ -167,10 +158,8 @@ def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool,
     chars: list[int] = []
     raw: list[int] = []
     cuts = array("q")
-    pos, wide = 0, False
-    while pos <= len(text):
-        cut = text.find("\n", pos + STRIP_CHUNK)
-        chunk = text[pos:] if cut < 0 else text[pos:cut]
+    wide = False
+    for chunk in norm.line_pieces(text, STRIP_CHUNK):
         ascii = chunk.isascii()  # a terminal wraps at a width in columns
         rows = chunk.split("\n")
         lengths = list(map(len, rows))
@@ -183,7 +172,6 @@ def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool,
         chars += kept if ascii else _widths(stripped.split("\n"), False)
         cuts.extend(map(operator.sub, lengths, kept))
         lines += part
-        pos = len(text) + 1 if cut < 0 else cut + 1
     return lines, chars, raw, wide, cuts
 
 
@@ -238,7 +226,7 @@ def _joins(
     for j in itertools.compress(
         after, map(_RECORD_START.match, map(bytes.decode, map(lines.__getitem__, after)))
     ):  # after a line narrower than a terminal, a new record (wrapped_mid_record's first test)
-        joins[j - 1] = raw[j - 1] >= TERMINAL_WRAP and wrapped_mid_record(
+        joins[j - 1] = raw[j - 1] >= norm.TERMINAL_WRAP and wrapped_mid_record(
             raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8")
         )
     steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
@@ -252,8 +240,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
     lines, chars, raw_len, wide, cuts = _stripped_lines(text)  # raw lines only if a piece is removed
-    hand_over(text, cuts)  # taken back below if a piece is removed
-    del cuts
+    norm.hand_over(text, cuts)  # taken back if a piece is removed
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
     runs = _runs(*_joins(chars, raw_len, stripped, lines))
@@ -280,12 +267,10 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
             if raw is None:
                 raw = text.split("\n")
+                norm.drop_handoff()  # the text returned will be another
             if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
                 kinds.append(span.kind)
-    if raw is None:
-        return text
-    drop_handoff()
-    return "\n".join(raw)
+    return text if raw is None else "\n".join(raw)
 
 
 def _windows(

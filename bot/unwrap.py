@@ -68,11 +68,10 @@ def quote_bars(text: str) -> str:
     return _QUOTE.sub("", text)
 
 
-def glued_records(text: str, data: bytes | None = None) -> str:
+def glued_records(text: str) -> str:
     """A newline in front of every glued header (the blank before it dropped).  Searched in UTF-8 bytes
-    (``data``, when the caller has them) and spliced by offsets: RE2 on a ``str`` maps every match's
-    offsets back to characters."""
-    data = text.encode("utf-8", "surrogatepass") if data is None else data
+    and spliced by offsets: RE2 on a ``str`` maps every match's offsets back to characters."""
+    data = text.encode("utf-8", "surrogatepass")
     pieces: list[bytes] = []
     end = 0
     for m in _GLUED.finditer(data):
@@ -84,10 +83,9 @@ def glued_records(text: str, data: bytes | None = None) -> str:
     return b"".join(pieces).decode("utf-8", "surrogatepass")
 
 
-def cloudwatch_duplicates(text: str, data: bytes | None = None) -> str:
-    """Drop a line that repeats the previous line's message (the previous line minus its timestamp);
-    ``data``: the text in UTF-8, when the caller has it (RE2 would encode the text again)."""
-    if _CW_ANY.search(text if data is None else data) is None:
+def cloudwatch_duplicates(text: str) -> str:
+    """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
+    if _CW_ANY.search(text) is None:
         return text  # no line starts with an ISO timestamp: skip the line scan
     lines = text.split("\n")
     if len(lines) < 2:
@@ -110,7 +108,4 @@ def cloudwatch_duplicates(text: str, data: bytes | None = None) -> str:
 
 
 def unwrap(text: str) -> str:
-    text = quote_bars(arrow_ansi(text))
-    data = text.encode("utf-8", "surrogatepass")  # encoded once for both searches when nothing is glued
-    glued = glued_records(text, data)
-    return cloudwatch_duplicates(glued, data if glued is text else None)
+    return cloudwatch_duplicates(glued_records(quote_bars(arrow_ansi(text))))
