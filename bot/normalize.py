@@ -48,12 +48,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ANSI_LOST = r"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}+m"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]|\x1b\][^\x07\n]*+\x07|\x1b[()][A-Z0-9]|" + _ANSI_LOST)
 _ANSI_LOST_ONLY = re.compile(_ANSI_LOST)  # the same pass when the text has no escape byte
-# _ANSI's first three alternatives (a literal first byte: the engine jumps from escape to escape), and
-# where its last one could match: not right after an escape byte (from there the first one matches)
-_ANSI_ESCAPED = re.compile(r"\x1b(?:\[[0-9;?]*+[A-Za-z]|\][^\x07\n]*+\x07|[()][A-Z0-9])")
-_ANSI_LOST_ALONE = re.compile(r"\[(?<!\x1b\[)" + _ANSI_LOST[2:])  # the "[" first: found fast
-LOST_LINES_MAX = 256  # places read with the whole pattern; past that, or past 1/LOST_SHARE of the text,
-LOST_SHARE = 4  # the whole text is read with it
 # whether that pass has anything to remove, asked of RE2 in the encoded text: a log whose every line
 # has a "[worker.py:267]" would otherwise pay a whole-text re pass for nothing (same matches: after a
 # digit group comes ";" or "m", so possessive and greedy agree)
@@ -147,9 +141,9 @@ def line_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:
     """``text`` in pieces of about ``size`` characters, cut at newlines (each newline dropped)."""
     pos = 0
     while pos <= len(text):
-        cut = text.find("\n", pos + size)
-        yield text[pos:] if cut < 0 else text[pos:cut]
-        pos = len(text) + 1 if cut < 0 else cut + 1
+        cut = text.find("\n", pos + size) % (len(text) + 1)  # no newline left (-1): the end
+        yield text[pos:cut]
+        pos = cut + 1
 
 
 def _offsets(lengths) -> array:
@@ -229,54 +223,25 @@ def visible(text: str) -> str:
     The redactor reads this too, so a secret split by zero-width spaces is found before it is joined."""
     text = clean_text(text)
     if "\x1b" in text:
-        return _strip_ansi(text)
+        return _ANSI.sub("", text)
     if "[" in text and _ANSI_LOST_UTF8.search(_ENCODE(text)) is not None:
         return _ANSI_LOST_ONLY.sub("", text)  # the escape byte was lost: "[34m"
     return text
 
 
-def _strip_ansi(text: str) -> str:
-    """``_ANSI.sub("", text)``: no match holds a newline and the lost-escape alternative only matches
-    where no escape byte precedes it, so only the lines with such a place need the whole pattern."""
-    lost, lines = list(islice(_ANSI_LOST_ALONE.finditer(text), LOST_LINES_MAX + 1)), [(0, -1)]
-    for m in (m for m in lost if m.start() > lines[-1][1]):  # (start, end) of each line with one
-        end = text.find("\n", m.end())
-        lines.append((text.rfind("\n", 0, m.start()) + 1, len(text) if end < 0 else end))
-    if len(lost) > LOST_LINES_MAX or sum(b - a for a, b in lines[1:]) * LOST_SHARE > len(text):
-        return _ANSI.sub("", text)  # the whole pattern over most of the text: in one pass
-    out: list[str] = []
-    pos = 0
-    for start, end in lines[1:]:
-        out += (_ANSI_ESCAPED.sub("", text[pos:start]), _ANSI.sub("", text[start:end]))
-        pos = end
-    return "".join([*out, _ANSI_ESCAPED.sub("", text[pos:] if pos else text)])
-
-
-# Redaction strips the prefixes of the text it returns when it found no secret, and hands over each
-# line's prefix length; normalize uses them once, for that very object (``is``: the entry holds it).
+# each line's prefix length in the text redaction returned, for normalize: once, for that object (is)
 HANDOFF_MIN = 1 << 18  # characters: a shorter text is stripped again in a few milliseconds
 _HANDOFF: list[tuple[str, array]] = []
 
 
-def hand_over(text: str, cuts: array) -> None:
-    """Leave, for :func:`normalize`, how many characters each line's prefixes take in ``text``."""
-    _HANDOFF[:] = [(text, cuts)] if len(text) >= HANDOFF_MIN else []
-
-
-def drop_handoff() -> None:
-    _HANDOFF.clear()
-
-
-def _handed_over(text: str) -> array | None:
-    """The prefix lengths handed over for this very text object, if any; the entry is dropped either way."""
-    entry = _HANDOFF.copy()  # each step atomic: a race with another thread is a miss, never an error
-    _HANDOFF.clear()
-    return entry[0][1] if entry and entry[0][0] is text else None
+def hand_over(text: str, cuts: array | None) -> None:
+    """Leave how many characters each line's prefixes take in ``text`` (None: take back what was left)."""
+    if cuts is None or len(text) >= HANDOFF_MIN:
+        _HANDOFF[:] = [] if cuts is None else [(text, cuts)]
 
 
 def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
-    """Every line without its prefixes and trailing blanks, and whether it had a prefix, a piece at a time
-    (no list of every marked line): the prefixes cut by their handed-over lengths when there are."""
+    """Each line without its prefixes and trailing blanks, whether it had one (cut by ``cuts`` if given)."""
     lines: list[str] = []
     if cuts is not None:
         rests, count = map(slice, cuts, repeat(None)), 0  # line[cut:], one per line in order
@@ -326,25 +291,23 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 
 def normalize(data: bytes | str) -> Normalized:
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    cuts = _handed_over(text)  # taken at once: held no longer than needed
+    entry, _HANDOFF[:] = _HANDOFF.copy(), []  # taken at once (a race with another thread: a miss)
+    cuts = entry[0][1] if entry and entry[0][0] is text else None
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
     lines, prefixed = _clean_lines(raw_text, cuts if raw_text is text else None)
-    del cuts
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text
     views = [View(range(len(lines)), _utf8(lines))]
     if joins:
         groups = _join_groups(joins)
-        views.append(_joined_view(lines, groups, ""))
-        views.append(_joined_view(lines, groups, " "))
+        views += [_joined_view(lines, groups, glue) for glue in ("", " ")]
     return Normalized(tuple(views))
 
 
 def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -> list[int]:
     """The physical lines that continue the line before them (a hard wrap), in order: not empty, not
-    prefixed, after a line that is not empty (and, when the paste has no prefixes, at least
-    WRAP_MIN_LENGTH long), and not a new record unless a wrap cut one mid-sentence.  Every line at once,
-    with C-level maps; Python code runs only for the candidates that look like a new record."""
+    prefixed, after a line not empty (WRAP_MIN_LENGTH long if no line has a prefix), and no new record
+    unless a wrap cut one mid-sentence; C-level maps, Python only for the candidates that look like one."""
     if prefixed is None:
         before = map(operator.ge, map(len, cleaned), repeat(WRAP_MIN_LENGTH))
     else:
@@ -354,17 +317,13 @@ def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -
     if not records:
         return candidates
     raw_lengths = array("q", map(len, chain.from_iterable(p.split("\n") for p in line_pieces(raw_text))))
-    widths = map(raw_lengths.__getitem__, map(operator.sub, records, repeat(1)))
-    wide = compress(records, map(operator.ge, widths, repeat(TERMINAL_WRAP)))  # the others are new records
-    kept = {j for j in wide if wrapped_mid_record(raw_lengths[j - 1], cleaned[j - 1], cleaned[j])}
-    cut = set(records) - kept
+    cut = {j for j in records if not wrapped_mid_record(raw_lengths[j - 1], cleaned[j - 1], cleaned[j])}
     return [j for j in candidates if j not in cut] if cut else candidates
 
 
 def _join_groups(joins: list[int]) -> tuple[list[int], list[int]]:
-    """The first and the last physical line of every logical line made of more than one physical line:
-    a join that does not continue the one before opens one (at the line before it), a join that the next
-    does not continue closes it.  C-level maps, no tuple per line."""
+    """The first and last physical line of each logical line of several: a join the one before does not
+    continue opens one (at the line before it), a join the next does not continue closes it."""
     plus_one = list(map(operator.add, joins, repeat(1)))
     opens = map(operator.ne, chain([-1], plus_one), joins)
     closes = map(operator.ne, plus_one, chain(islice(joins, 1, None), [-1]))
@@ -373,9 +332,6 @@ def _join_groups(joins: list[int]) -> tuple[list[int], list[int]]:
 
 def _joined_view(lines: list[str], groups: tuple[list[int], list[int]], glue: str) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
-    strip = str.lstrip
-    firsts, lasts = groups
-    logical = (
-        glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in zip(firsts, lasts, strict=True)
-    )
-    return View(tuple(firsts), _utf8(logical))
+    pairs = zip(*groups, strict=True)
+    logical = (glue.join([lines[a], *map(str.lstrip, lines[a + 1 : b + 1])]) for a, b in pairs)
+    return View(tuple(groups[0]), _utf8(logical))

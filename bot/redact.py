@@ -104,6 +104,8 @@ def redact(text: str) -> Redaction:
     if multiline:
         text = _redact_wrapped(text, kinds)
     text = _redact_spans(text, kinds)
+    if kinds:  # a secret removed: what _redact_wrapped handed over is not for the text returned
+        norm.hand_over(text, None)
     return Redaction(text, tuple(kinds))
 
 
@@ -112,7 +114,6 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
     spans = find_spans(data)
     if not spans:
         return text
-    norm.drop_handoff()  # the prefixes handed over are no longer those of the text returned
     out: list[bytes] = []
     pos = 0
     for span in spans:
@@ -134,42 +135,34 @@ STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
 _WIDE_SPACE = re2.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
-def _columns(line: str) -> int:
-    """The terminal columns ``line`` takes: a wide (CJK, fullwidth) character takes two."""
-    return len(line) if line.isascii() else len(line) + sum(east_asian_width(c) in "WF" for c in line)
-
-
-def _widths(lines: list[str], ascii: bool) -> list[int]:
-    """Each line's :func:`_columns` (``ascii``: all are ASCII): Python only for the non-ASCII ones."""
+def _widths(lines: list[str]) -> list[int]:
+    """The terminal columns each line takes (a wide CJK or fullwidth character two), at C level if ASCII."""
     widths = list(map(len, lines))
-    if not ascii:
-        for k in itertools.compress(itertools.count(), map(operator.not_, map(str.isascii, lines))):
-            widths[k] = _columns(lines[k])
+    for k in itertools.compress(itertools.count(), map(operator.not_, map(str.isascii, lines))):
+        widths[k] += sum(east_asian_width(c) in "WF" for c in lines[k])
     return widths
 
 
 def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, array]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
     in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
-    bytes.strip keeps; how many characters each line's prefixes took, for the detector (hand_over).
-    A MiB at a time, cut at a newline (no prefix holds one: the same lines as in one pass), so no second
-    copy of a long text is ever made whole."""
+    bytes.strip keeps; how many characters each line's prefixes took (for normalize.hand_over).  A MiB
+    at a time, cut at a newline (no prefix holds one: the same lines as in one pass)."""
     lines: list[bytes] = []
     chars: list[int] = []
     raw: list[int] = []
-    cuts = array("q")
-    wide = False
+    cuts, wide = array("q"), False
     for chunk in norm.line_pieces(text, STRIP_CHUNK):
         ascii = chunk.isascii()  # a terminal wraps at a width in columns
         rows = chunk.split("\n")
         lengths = list(map(len, rows))
-        raw += lengths if ascii else _widths(rows, False)
+        raw += lengths if ascii else _widths(rows)
         stripped = strip_prefixes(chunk, mark="")  # a prefix is cut from a line's start: the rest is kept
         data = stripped.encode("utf-8")
         wide = wide or _WIDE_SPACE.search(data) is not None
         part = data.split(b"\n")
         kept = list(map(len, part if ascii else stripped.split("\n")))
-        chars += kept if ascii else _widths(stripped.split("\n"), False)
+        chars += kept if ascii else _widths(stripped.split("\n"))
         cuts.extend(map(operator.sub, lengths, kept))
         lines += part
     return lines, chars, raw, wide, cuts
@@ -225,10 +218,8 @@ def _joins(
     after = list(itertools.compress(itertools.count(1), joins))  # lines the one before may join: new records?
     for j in itertools.compress(
         after, map(_RECORD_START.match, map(bytes.decode, map(lines.__getitem__, after)))
-    ):  # after a line narrower than a terminal, a new record (wrapped_mid_record's first test)
-        joins[j - 1] = raw[j - 1] >= norm.TERMINAL_WRAP and wrapped_mid_record(
-            raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8")
-        )
+    ):
+        joins[j - 1] = wrapped_mid_record(raw[j - 1], lines[j - 1].decode("utf-8"), lines[j].decode("utf-8"))
     steady = map(operator.ge, map(operator.add, raw[1:], itertools.repeat(TAB_SLACK)), raw)
     return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
 
@@ -267,7 +258,6 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 continue  # within one line (the one-line pass removes it), or reaching into the context line
             if raw is None:
                 raw = text.split("\n")
-                norm.drop_handoff()  # the text returned will be another
             if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
                 kinds.append(span.kind)
     return text if raw is None else "\n".join(raw)

@@ -376,38 +376,3 @@ def test_cloudwatch_pass_matches_its_definition_on_random_copies():
         lines = [rng.choice(stamps) + rng.choice(messages) for _ in range(rng.randint(1, 8))]
         text = "\n".join(lines)
         assert cloudwatch_duplicates(text) == _cloudwatch_reference(text), text
-
-
-ANSI_PIECES = [
-    "\x1b",
-    "[",
-    "]",
-    "0",
-    "31",
-    ";",
-    "m",
-    "?",
-    "A",
-    "\x07",
-    "\n",
-    "(",
-    "B",
-    "x ",
-    "[0m",
-    "\x1b[",
-    "é",
-]
-
-
-@pytest.mark.parametrize("share", [0, N.LOST_SHARE])  # 0: every line read apart, however many hold one
-def test_ansi_lines_read_apart_as_in_one_pass(monkeypatch, share):
-    """_strip_ansi reads most lines with the escape-byte alternatives only: the same as the whole pattern."""
-    import random
-
-    monkeypatch.setattr(N, "LOST_SHARE", share)
-    rng = random.Random(16)
-    for _ in range(20000):
-        text = "".join(rng.choice(ANSI_PIECES) for _ in range(rng.randint(0, 40)))
-        assert N._strip_ansi(text) == N._ANSI.sub("", text), repr(text)
-    nested = "[3\x1b[0m1m ok\n\x1b[32mI \x1b[0mllama\n[0m lost\n\x1b]0;t[1m\x07 x\n\x1b\x1b[1m"
-    assert N._strip_ansi(nested) == "[31m ok\nI llama\n lost\n x\n\x1b"
