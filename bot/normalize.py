@@ -11,23 +11,23 @@
 
 Linear time on any input, and no work where there is nothing to do: a pass whose trigger is absent
 (a non-ASCII character, an escape byte, a carriage return, a tab) is skipped, the prefix pattern is
-anchored on a literal newline (so the regex engine jumps from line to line instead of trying every
-position), and per-line work is done by C-level ``map``/``split``/``join``; Python code runs only for
-the few lines that may continue a hard wrap.  Every quantifier in the Python ``re`` patterns is
-possessive or bounded by a small constant, so they never backtrack (tests/bot/test_normalize.py checks
-this structurally).
+anchored on a literal newline, prefixes redaction already measured are cut by length (hand_over), and
+per-line work is done by C-level ``map``/``split``/``join``, a MiB at a time.  Every quantifier in the
+Python ``re`` patterns is possessive or bounded by a small constant, so they never backtrack
+(tests/bot/test_normalize.py checks this structurally).
 """
 
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import unicodedata
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
-from itertools import accumulate, repeat
+from itertools import accumulate, chain, compress, count, islice, repeat
 from operator import add
 
 import re2
@@ -35,13 +35,8 @@ import re2
 from bot.unwrap import unwrap
 
 # NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
-_INVISIBLE_CHARS = "".join(
-    [
-        "\x00\x02\u00ad\u061c\u2060\ufeff",
-        *map(chr, range(0x200B, 0x2010)),
-        *map(chr, range(0x202A, 0x202F)),
-        *map(chr, range(0x2066, 0x206A)),
-    ]
+_INVISIBLE_CHARS = "\x00\x02\u00ad\u061c\u2060\ufeff" + "".join(
+    map(chr, [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 )
 _INVISIBLE = re.compile("[" + re.escape(_INVISIBLE_CHARS) + "]")
 # the same characters, looked for by RE2 in the encoded text: one linear pass, faster than re's
@@ -114,11 +109,6 @@ _MARK = "\x02"
 
 WRAP_MIN_LENGTH = 60
 TERMINAL_WRAP = 80
-# lines that may continue the line before: not prefixed, after a line that is not empty (and, when the
-# paste has no prefixes, at least WRAP_MIN_LENGTH long).  Run on the marked text before trailing blanks
-# are cut, so this is a superset; each candidate is then checked exactly.
-_CANDIDATE_ANY = re.compile("\n(?=[^\x02\n])(?<=[^\n]\n)")
-_CANDIDATE_LONG = re.compile(f"\n(?=[^\x02\n])(?<=[^\n]{{{WRAP_MIN_LENGTH}}}\n)")
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
 _RECORD_WORDS = tuple('Traceback|File "|During handling|The above exception|INFO|ERROR|WARN|DEBUG'.split("|"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
@@ -139,6 +129,21 @@ _ENDS_RECORD = frozenset(".:;!?)]}>")
 
 
 _ENCODE = partial(str.encode, encoding="utf-8", errors="surrogatepass")
+
+
+def _utf8(lines: Iterable[str]) -> bytes:
+    """The lines joined with newlines in UTF-8, 8192 at a time: no whole str of two bytes a character."""
+    rest = iter(lines)
+    return b"\n".join([_ENCODE("\n".join(part)) for part in iter(lambda: list(islice(rest, 8192)), [])])
+
+
+def line_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:
+    """``text`` in pieces of about ``size`` characters, cut at newlines (each newline dropped)."""
+    pos = 0
+    while pos <= len(text):
+        cut = text.find("\n", pos + size) % (len(text) + 1)  # no newline left (-1): the end
+        yield text[pos:cut]
+        pos = cut + 1
 
 
 def _offsets(lengths) -> array:
@@ -226,6 +231,35 @@ def visible(text: str) -> str:
     return text
 
 
+# each line's prefix length in the text redaction returned, for normalize: once, for that object (is)
+HANDOFF_MIN = 1 << 18  # characters: a shorter text is stripped again in a few milliseconds
+_HANDOFF: list[tuple[str, array]] = []
+
+
+def hand_over(text: str, cuts: array | None) -> None:
+    """Leave how many characters each line's prefixes take in ``text`` (None: take back what was left)."""
+    if cuts is None or len(text) >= HANDOFF_MIN:
+        _HANDOFF[:] = [] if cuts is None else [(text, cuts)]
+
+
+def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
+    """Each line without its prefixes and trailing blanks, whether it had one (cut by ``cuts`` if given)."""
+    lines: list[str] = []
+    if cuts is not None:
+        rests, count = map(slice, cuts, repeat(None)), 0  # line[cut:], one per line in order
+        for rows in (piece.split("\n") for piece in line_pieces(text)):
+            lines += map(str.rstrip, map(str.__getitem__, rows, rests))
+            count += len(rows)
+        if count == len(lines) == len(cuts):
+            return lines, bytearray(map(bool, cuts))
+        lines = []  # not this text's lines after all (never expected): strip them
+    prefixed = bytearray()
+    for marked in (piece.split("\n") for piece in line_pieces(strip_prefixes(text))):
+        prefixed += bytearray(map(str.startswith, marked, repeat(_MARK)))  # a mark can only open a line
+        lines += map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)))
+    return lines, prefixed
+
+
 def strip_prefixes(text: str, mark: str = _MARK) -> str:
     """Remove every line's log prefixes, leaving ``mark`` on lines that had one."""
     head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
@@ -259,57 +293,47 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 
 def normalize(data: bytes | str) -> Normalized:
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    entry, _HANDOFF[:] = _HANDOFF.copy(), []  # taken at once (a race with another thread: a miss)
+    cuts = entry[0][1] if entry and entry[0][0] is text else None
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
-    marked = strip_prefixes(raw_text)
-    any_prefixed = _MARK in marked
-    lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
-    joins = _find_joins(lines, any_prefixed, marked, raw_text)
-    del marked, raw_text
-    views = [View.build(lines, range(len(lines)))]
+    lines, prefixed = _clean_lines(raw_text, cuts if raw_text is text else None)
+    joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
+    del raw_text
+    views = [View(range(len(lines)), _utf8(lines))]
     if joins:
         groups = _join_groups(joins)
-        views.append(_joined_view(lines, groups, ""))
-        views.append(_joined_view(lines, groups, " "))
+        views += [_joined_view(lines, groups, glue) for glue in ("", " ")]
     return Normalized(tuple(views))
 
 
-def _find_joins(cleaned: list[str], any_prefixed: bool, marked: str, raw_text: str) -> list[int]:
-    """The physical lines that continue the line before them (a hard wrap), in order.  Candidates come
-    from a pattern on the marked text, which already leaves out prefixed lines."""
-    candidates = (_CANDIDATE_ANY if any_prefixed else _CANDIDATE_LONG).finditer(marked)
-    raw_lengths: array | None = None
-    joins: list[int] = []
-    line, pos = 0, 0
-    for m in candidates:
-        line += marked.count("\n", pos, m.start()) + 1
-        pos = m.end()
-        text, prev = cleaned[line], cleaned[line - 1]
-        if not text or not prev:
-            continue
-        if not (any_prefixed or len(prev) >= WRAP_MIN_LENGTH):
-            continue
-        if is_record_start(text):
-            if raw_lengths is None:
-                raw_lengths = array("q", map(len, raw_text.split("\n")))
-            if not wrapped_mid_record(raw_lengths[line - 1], prev, text):
-                continue
-        joins.append(line)
-    return joins
+def _find_joins(cleaned: list[str], prefixed: bytearray | None, raw_text: str) -> list[int]:
+    """The physical lines that continue the line before them (a hard wrap), in order: not empty, not
+    prefixed, after a line not empty (WRAP_MIN_LENGTH long if no line has a prefix), and no new record
+    unless a wrap cut one mid-sentence; C-level maps, Python only for the candidates that look like one."""
+    if prefixed is None:
+        before = map(operator.ge, map(len, cleaned), repeat(WRAP_MIN_LENGTH))
+    else:
+        before = map(operator.and_, map(bool, cleaned), map(operator.not_, prefixed[1:]))
+    candidates = list(compress(count(1), map(operator.and_, before, map(bool, cleaned[1:]))))
+    records = list(compress(candidates, map(_RECORD_START.match, map(cleaned.__getitem__, candidates))))
+    if not records:
+        return candidates
+    raw_lengths = array("q", map(len, chain.from_iterable(p.split("\n") for p in line_pieces(raw_text))))
+    cut = {j for j in records if not wrapped_mid_record(raw_lengths[j - 1], cleaned[j - 1], cleaned[j])}
+    return [j for j in candidates if j not in cut] if cut else candidates
 
 
-def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
-    """(first, last) physical line of every logical line made of more than one physical line."""
-    groups: list[tuple[int, int]] = []
-    for i in joins:
-        if groups and groups[-1][1] == i - 1:
-            groups[-1] = (groups[-1][0], i)
-        else:
-            groups.append((i - 1, i))
-    return groups
+def _join_groups(joins: list[int]) -> tuple[list[int], list[int]]:
+    """The first and last physical line of each logical line of several: a join the one before does not
+    continue opens one (at the line before it), a join the next does not continue closes it."""
+    plus_one = list(map(operator.add, joins, repeat(1)))
+    opens = map(operator.ne, chain([-1], plus_one), joins)
+    closes = map(operator.ne, plus_one, chain(islice(joins, 1, None), [-1]))
+    return list(map(operator.sub, compress(joins, opens), repeat(1))), list(compress(joins, closes))
 
 
-def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
+def _joined_view(lines: list[str], groups: tuple[list[int], list[int]], glue: str) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
-    strip = str.lstrip
-    logical = [glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in groups]
-    return View.build(logical, tuple(a for a, _b in groups))
+    pairs = zip(*groups, strict=True)
+    logical = (glue.join([lines[a], *map(str.lstrip, lines[a + 1 : b + 1])]) for a, b in pairs)
+    return View(tuple(groups[0]), _utf8(logical))

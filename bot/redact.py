@@ -12,12 +12,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from unicodedata import east_asian_width
 
 import re2
 
+from bot import normalize as norm
 from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
@@ -106,6 +108,8 @@ def redact(text: str) -> Redaction:
     if multiline:
         text = _redact_wrapped(text, kinds)
     text = _redact_spans(text, kinds)
+    if kinds:  # a secret removed: what _redact_wrapped handed over is not for the text returned
+        norm.hand_over(text, None)
     return Redaction(text, tuple(kinds))
 
 
@@ -135,32 +139,37 @@ STRIP_CHUNK = 1 << 20  # characters of text stripped of prefixes at a time
 _WIDE_SPACE = re2.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
-def _columns(line: str) -> int:
-    """The terminal columns ``line`` takes: a wide (CJK, fullwidth) character takes two."""
-    return len(line) if line.isascii() else len(line) + sum(east_asian_width(c) in "WF" for c in line)
+def _widths(lines: list[str]) -> list[int]:
+    """The terminal columns each line takes (a wide CJK or fullwidth character two), at C level if ASCII."""
+    widths = list(map(len, lines))
+    for k in itertools.compress(itertools.count(), map(operator.not_, map(str.isascii, lines))):
+        widths[k] += sum(east_asian_width(c) in "WF" for c in lines[k])
+    return widths
 
 
-def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool]:
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, array]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
     in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
-    bytes.strip keeps.  A MiB at a time, cut at a newline (no prefix holds one: the same lines as in
-    one pass), so no second copy of a long text is ever made whole."""
+    bytes.strip keeps; how many characters each line's prefixes took (for normalize.hand_over).  A MiB
+    at a time, cut at a newline (no prefix holds one: the same lines as in one pass)."""
     lines: list[bytes] = []
     chars: list[int] = []
     raw: list[int] = []
-    pos, wide = 0, False
-    while pos <= len(text):
-        cut = text.find("\n", pos + STRIP_CHUNK)
-        chunk = text[pos:] if cut < 0 else text[pos:cut]
-        width = len if chunk.isascii() else _columns  # a terminal wraps at a width in columns
-        raw += map(width, chunk.split("\n"))
-        stripped = strip_prefixes(chunk, mark="")
-        chars += map(width, stripped.split("\n"))
+    cuts, wide = array("q"), False
+    for chunk in norm.line_pieces(text, STRIP_CHUNK):
+        ascii = chunk.isascii()  # a terminal wraps at a width in columns
+        rows = chunk.split("\n")
+        lengths = list(map(len, rows))
+        raw += lengths if ascii else _widths(rows)
+        stripped = strip_prefixes(chunk, mark="")  # a prefix is cut from a line's start: the rest is kept
         data = stripped.encode("utf-8")
         wide = wide or _WIDE_SPACE.search(data) is not None
-        lines += data.split(b"\n")
-        pos = len(text) + 1 if cut < 0 else cut + 1
-    return lines, chars, raw, wide
+        part = data.split(b"\n")
+        kept = list(map(len, part if ascii else stripped.split("\n")))
+        chars += kept if ascii else _widths(stripped.split("\n"))
+        cuts.extend(map(operator.sub, lengths, kept))
+        lines += part
+    return lines, chars, raw, wide, cuts
 
 
 def _stripper(method: str, wide: bool) -> Strip:
@@ -225,7 +234,8 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
-    lines, chars, raw_len, wide = _stripped_lines(text)  # raw lines only if a piece is removed
+    lines, chars, raw_len, wide, cuts = _stripped_lines(text)  # raw lines only if a piece is removed
+    norm.hand_over(text, cuts)  # taken back if a piece is removed
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
     runs = _runs(*_joins(chars, raw_len, stripped, lines))
@@ -235,10 +245,10 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
     del lines, chars, raw_len, stripped  # a run's parts are read back from its window
     raw: list[str] | None = None
     for glue in (b"", b" "):
-        data = nul_glued.replace(b"\0", glue)  # each run's NULs gone: it starts that many bytes earlier
         gone = itertools.accumulate((b - a for a, b, _c in runs), initial=0)
         starts = nul_starts if glue else list(map(operator.sub, nul_starts, gone))
-        for span in find_spans(data):
+        # each run's NULs gone (a run starts that many bytes earlier); that copy dropped once searched
+        for span in find_spans(nul_glued.replace(b"\0", glue)):
             w = bisect.bisect_right(starts, span.start) - 1
             s, e = span.start - starts[w], span.end - starts[w]
             first, _last, context = runs[w]
