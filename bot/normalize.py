@@ -104,7 +104,6 @@ MAX_PREFIX_LAYERS = 6  # Lemonade in Docker stacks five
 _PREFIX_M = re.compile(
     "\n(?:" + "|".join(f"(?:{p})" for p in PREFIX_PATTERNS) + f"){{1,{MAX_PREFIX_LAYERS}}}+"
 )
-_PREFIX_HEAD = re.compile(_PREFIX_M.pattern[1:])  # the same, for the first line
 _MARK = "\x02"
 
 WRAP_MIN_LENGTH = 60
@@ -262,9 +261,10 @@ def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
 
 def strip_prefixes(text: str, mark: str = _MARK) -> str:
     """Remove every line's log prefixes, leaving ``mark`` on lines that had one."""
-    head = _PREFIX_HEAD.match(text)  # the first line has no newline in front of it
+    end = text.find("\n")  # the first line, matched with a newline in front (no prefix spans one)
+    head = _PREFIX_M.match("\n" + (text if end < 0 else text[:end]))
     if head is not None:
-        text = mark + text[head.end() :]
+        text = mark + text[head.end() - 1 :]
     return _PREFIX_M.sub("\n" + mark, text)
 
 
