@@ -105,10 +105,8 @@ def _launcher_len(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[1] in ("serve", "run", "create", "pull"):
         return 2
     if argv and argv[0].rsplit("/", 1)[-1].startswith("python"):
-        i = 1
-        while i < len(argv) and argv[i] != "-m":
-            i += 1
-        return min(len(argv), i + 2)
+        module = argv.index("-m", 1) if "-m" in argv[1:] else len(argv)
+        return min(len(argv), module + 2)
     return 1
 
 
@@ -221,9 +219,7 @@ def find_command(text: str) -> Command | None:
     for m in _COMMAND_START.finditer(data):
         line_no, pos = line_no + data.count(b"\n", pos, m.start()), m.start()
         lines = lines or text.split("\n")
-        command = _from_line(_joined(lines, line_no)[:MAX_COMMAND_CHARS], line_no)
-        if command is not None:
-            found = command
+        found = _from_line(_joined(lines, line_no)[:MAX_COMMAND_CHARS], line_no) or found
     return found or _python_call(text)
 
 

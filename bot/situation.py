@@ -5,6 +5,7 @@ estimated, computed, default) so replies can say where each number came from.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,7 +165,7 @@ def _before(v: Version | None) -> Version | None:
     return (major, max(0, minor - 1), 99) if minor else (max(0, major - 1), 99, 99)
 
 
-def _engine_of(detection: Detection, root: Finding, command: Command | None) -> str:
+def _engine_of(root: Finding, command: Command | None) -> str:
     if root.engine in ("custom", "pytorch") and command is not None:
         return command.engine
     return root.engine
@@ -204,8 +205,7 @@ def _resolve_gpu(query: str, size_gb: float | None) -> tuple[GPU | None, str]:
             return resolve_gpu(q), ""
         except NameNotFound as exc:
             if exc.ambiguous and exc.candidates:
-                note = f"{query} could be {', '.join(exc.candidates[:3])}: the numbers assume nothing about which"
-                last = note
+                last = f"{query} could be {', '.join(exc.candidates[:3])}: the numbers assume nothing about which"
                 continue
             last = f"the GPU {query} is not in my catalog"
     return None, last
@@ -244,10 +244,8 @@ def _model(name: str | None, notes: list[str], text: str) -> ModelMatch | None:
     """The catalog entry for the model the paste names; else the geometry its own log prints."""
     found: ModelMatch | None = None
     if name:
-        try:
+        with suppress(NameNotFound):
             found = resolve_pasted_model(name)
-        except NameNotFound:
-            found = None
     if found is None:
         from bot.model_sources import from_paste
 
@@ -312,7 +310,7 @@ def _launch_command(command: Command | None) -> Command | None:
 def read(detection: Detection, root: Finding) -> Situation:
     text = detection.normalized.views[0].text
     command = _launch_command(find_command(text))
-    engine = _engine_of(detection, root, command)
+    engine = _engine_of(root, command)
     notes: list[str] = []
     context = safe_fields(dict(detection.context.fields))  # a GPU name or model id that is not one stays out
     params: dict[str, Any] = dict(root.params)

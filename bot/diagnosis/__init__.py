@@ -50,25 +50,21 @@ FORMS: dict[str, Form] = {
 }
 
 
-def form_of(category: str, declared: str | None = None) -> str:
-    return declared or FORM_OF_CATEGORY.get(category, "advice")
-
-
 def _inner(text: str, depth: int) -> Reply | None:
     from bot.detector import detect
 
     found = detect(text)
     if found.root is None or found.root.category == "runner_crashed":
         return None
-    return _diagnose(found, depth)
+    return diagnose(found, depth)
 
 
-def _diagnose(detection: Detection, depth: int = 0) -> Reply | None:
+def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     root = detection.root
     if root is None:
         return None
     situation = read(detection, root)
-    name = form_of(root.category, root.form)
+    name = root.form or FORM_OF_CATEGORY.get(root.category, "advice")
     result = wrapper(situation, _inner, depth) if name == "wrapper" else FORMS[name](situation)
     result.signature = root.signature
     result.category = root.category
@@ -77,10 +73,6 @@ def _diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     if others:
         result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
     return result
-
-
-def diagnose(detection: Detection) -> Reply | None:
-    return _diagnose(detection)
 
 
 def fallback_reply(root: Finding) -> Reply:

@@ -7,6 +7,8 @@ numbers; every fix is a plan recomputed on the engine's budget.
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.commands import user_command
 from bot.diagnosis.fixes import Candidate, Goal, available, candidates, to_fixes
@@ -32,29 +34,21 @@ def _name(engine: str) -> str:
     return ENGINE_LABEL.get(engine, engine)
 
 
-def _wanted(situation: Situation, plan_len: int | None) -> int | None:
-    for key in ("max_model_len", "n_ctx", "context_length", "max_total_tokens"):
-        value = situation.params.get(key)
-        if value:
-            return int(value)
-    return plan_len
-
-
-def _logged_fit(situation: Situation) -> int | None:
-    for key in ("estimated_max_model_len", "kv_tokens"):
-        if situation.params.get(key):
-            return int(situation.params[key])
-    return None
+def _first(situation: Situation, *keys: str) -> Any:
+    """The first of these numbers the paste printed (a zero counts as not printed)."""
+    return next((situation.params[k] for k in keys if situation.params.get(k)), None)
 
 
 def kv_short(situation: Situation) -> Reply:
     budget = budget_for(situation)
     plan0 = budget.plan0 if budget else None
-    want = _wanted(situation, plan0.max_len if plan0 else None)
+    asked = _first(situation, "max_model_len", "n_ctx", "context_length", "max_total_tokens")
+    want = int(asked) if asked else (plan0.max_len if plan0 else None)
     if budget is not None and want and plan0 is not None and plan0.max_len != want:
         budget.plan0 = plan0 = plan0.with_(max_len=want)
     out0 = budget.estimate.evaluate(plan0) if budget and plan0 else None
-    fit = _logged_fit(situation) or (out0.fit_len if out0 else None)
+    logged = _first(situation, "estimated_max_model_len", "kv_tokens")
+    fit = int(logged) if logged else (out0.fit_len if out0 else None)
     engine = _name(situation.engine)
     title = f"{engine}: the KV cache holds {fmt_tokens(fit)} tokens, the context asks for {fmt_tokens(want)}"
     if fit is None or want is None:
@@ -114,13 +108,8 @@ def _key_point(
 
 def request_too_long(situation: Situation) -> Reply:
     p = situation.params
-    limit = (
-        p.get("prompt_limit")  # the limit the error printed, before the server's settings
-        or p.get("max_model_len")
-        or p.get("n_ctx")
-        or p.get("context_length")
-        or p.get("max_total_tokens")
-    )
+    # the limit the error printed, before the server's settings
+    limit = _first(situation, "prompt_limit", "max_model_len", "n_ctx", "context_length", "max_total_tokens")
     prompt = p.get("prompt_tokens")
     asked = p.get("requested_tokens") or ((prompt or 0) + (p.get("max_tokens") or 0)) or None
     engine = _name(situation.engine)
@@ -154,11 +143,11 @@ def request_too_long(situation: Situation) -> Reply:
         fixes.append(Fix("any", f"send at most {fmt_tokens(limit)} tokens in one request", "",
                          f"the request is {fmt_tokens(int(asked) - int(limit))} tokens over what the server holds",
                          "a shorter prompt or answer", 3, {"kind": "request", "max_request_tokens": int(limit)}))  # fmt: skip
-    key: str | None = (
+    key = (
         f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
+        if asked and limit
+        else None
     )
-    if not asked or not limit:
-        key = None
     fixes += advice_fixes(situation, situation.root.remedies)
     return reply(situation, title, key, fixes)
 

@@ -125,11 +125,9 @@ def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -
         params.pop("num_ctx", None)
     if env:
         lines.append(" ".join(f"{k}={v}" for k, v in env.items()) + " ollama serve")
-    if params:
+    if params or tag != "<model>":
         lines.append(f"ollama run {tag}")
-        lines += [f">>> /set parameter {k} {v}" for k, v in params.items()]
-    elif tag != "<model>":
-        lines.append(f"ollama run {tag}")
+    lines += [f">>> /set parameter {k} {v}" for k, v in params.items()]
     return "\n".join(lines)
 
 
