@@ -135,7 +135,7 @@ def _full(reply: Reply) -> str:
     for section in reply.sections:
         out += ["", f"**{section.heading}**"]
         if section.body:
-            out += [fence(section.body) if section.code else section.body]
+            out += [section.body]
         for fact in section.facts:
             out.append(f"- {fact.label}: **{fact.value}** _({SOURCE_LABEL.get(fact.source, fact.source)})_")
     if reply.memory is not None:

@@ -57,7 +57,6 @@ class HubModel:
     repo_id: str
     config: dict[str, Any]
     parameters: dict[str, int]  # safetensors dtype -> parameter count; empty when the Hub had none
-    cached: bool
 
     @property
     def size_bytes(self) -> int | None:
@@ -111,7 +110,7 @@ def read_cache(cache_dir: Path, repo_id: str) -> HubModel | None:
         return None
     if not isinstance(config, dict) or not isinstance(params, dict):
         return None
-    return HubModel(repo_id, config, {str(k): int(v) for k, v in params.items()}, cached=True)
+    return HubModel(repo_id, config, {str(k): int(v) for k, v in params.items()})
 
 
 def _write_cache(cache_dir: Path, found: HubModel) -> None:
@@ -193,7 +192,7 @@ def _fetch(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> HubMo
         raise HubError("invalid", repo_id, "config.json is not JSON") from exc
     if not isinstance(config, dict):
         raise HubError("invalid", repo_id, "config.json is not an object")
-    return HubModel(repo_id, config, _parameters(repo_id, endpoint), cached=False)
+    return HubModel(repo_id, config, _parameters(repo_id, endpoint))
 
 
 def lookup(repo_id: str, cache_dir: Path, budget: float = HUB_BUDGET_SECONDS) -> HubModel:

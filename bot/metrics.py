@@ -15,7 +15,7 @@ ever a label.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -135,6 +135,3 @@ class Metrics:
     def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's current value (for tests and the stats command); None if never set."""
         return self.registry.get_sample_value(name, labels or {})
-
-    def names(self) -> Iterable[str]:
-        return [m.name for m in self.registry.collect()]

@@ -57,12 +57,11 @@ class MemoryPicture:
 
 @dataclass
 class Section:
-    """A titled block of a reply: prose, bullets, facts or verbatim log lines."""
+    """A titled block of a reply: prose, bullets or facts."""
 
     heading: str
     body: str = ""  # Markdown-light text: paragraphs and "- " bullets
     facts: list[Fact] = field(default_factory=list)
-    code: bool = False  # body is verbatim text (log lines): render it monospace
 
 
 @dataclass

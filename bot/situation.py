@@ -99,15 +99,9 @@ class Situation:
     settings: dict[str, Sourced]
     params: dict[str, Any]
     context: dict[str, Any]
-    text: str
     notes: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
     engine_mode: str | None = None  # vLLM "v0" / "v1" when a marker proves it (knowledge/features.yaml)
     spec: SpecDecode | None = None  # vLLM's speculative config as the paste shows it (its drafter's KV)
-
-    @property
-    def interface(self) -> str:
-        return self.command.interface if self.command else "cli"
 
     def setting(self, name: str) -> Any:
         s = self.settings.get(name)
@@ -348,9 +342,7 @@ def read(detection: Detection, root: Finding) -> Situation:
         settings=_settings(engine, command, context),
         params=params,
         context=context,
-        text=text,
         notes=notes,
-        findings=list(detection.findings),
         engine_mode=engine_mode(engine, text),
         spec=spec,
     )
