@@ -122,14 +122,8 @@ def _bar(draw, picture: MemoryPicture, geo: Layout, colours: dict[str, RGB], fon
             continue
         colour = colours[seg.label]
         draw.rectangle([x0, geo.top, x1, bottom], fill=colour, outline="white")
-        text = next(
-            (
-                t
-                for t in (f"{seg.gib:.1f} GiB", f"{seg.gib:.1f}")
-                if draw.textlength(t, font=font) + 6 < x1 - x0
-            ),
-            "",
-        )
+        labels = (f"{seg.gib:.1f} GiB", f"{seg.gib:.1f}")
+        text = next((t for t in labels if draw.textlength(t, font=font) + 6 < x1 - x0), "")
         if text:
             mid = (x0 + x1) / 2
             draw.text((mid, geo.top + BAR_H / 2), text, fill=_ink(colour), font=font, anchor="mm")

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 
+import re2
+
 from bot.reply import Fix, MemoryPicture, Reply
 
 BAR_WIDTH = 48
+_BACKTICKS = re2.compile("`+")
 # each kind of memory by its bar symbol, with the labels that name it (the engines' spellings)
 MEMORY_KINDS: dict[str, tuple[str, ...]] = {
     "W": ("weights", "weights+activations+graphs"),
@@ -86,11 +89,7 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
 
 def fence(text: str, lang: str = "") -> str:
     """A code fence the content cannot break out of (longer than any backtick run inside)."""
-    longest = 0
-    run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
 

@@ -136,13 +136,11 @@ class GardenService:
 
     def _throttle(self, msg: IncomingMessage) -> Outcome | None:
         """A throttled outcome (with one notice per user per window when addressed), or None."""
-        user_verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
-        if user_verdict.allowed:
+        verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
+        if verdict.allowed:
             verdict = self.channel_limiter.check(f"{msg.platform}:{msg.channel_id}")
-            if verdict.allowed:
-                return None
-        else:
-            verdict = user_verdict
+        if verdict.allowed:
+            return None
         notice = None
         if verdict.notify and msg.addressed and not self.noticed.seen(f"{msg.platform}:{msg.user_id}"):
             notice = (
