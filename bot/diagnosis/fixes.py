@@ -67,8 +67,9 @@ def _evaluate(budget: Budget, plan: Plan) -> Outcome | None:
 
 # -- how each knob moves a plan (one proposal per lever; None: nothing sensible to try) ---------
 def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None:
-    total = budget.estimate.total() if hasattr(budget.estimate, "total") else None
-    current = plan.util or _default_util(budget)
+    est = budget.estimate
+    total = est.total() if hasattr(est, "total") else None
+    current = plan.util or (est.default_util() if hasattr(est, "default_util") else 0.9)
     if raise_it:
         top = MAX_UTIL
         if goal.free_gib is not None and total:
@@ -82,11 +83,6 @@ def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None
         return None
     lowered = int((goal.free_gib - MOVES_GIB) / total * 100) / 100
     return plan.with_(util=lowered) if 0.05 <= lowered < current else None
-
-
-def _default_util(budget: Budget) -> float:
-    est = budget.estimate
-    return est.default_util() if hasattr(est, "default_util") else 0.9
 
 
 def _tp(plan: Plan, situation: Situation) -> Plan | None:
