@@ -83,8 +83,7 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
         )
     if target:
         legend.append(f"  | {'target (util x total)':<26} {target:7.2f} GiB")
-    header = f"{picture.title}: {picture.total_gib:.2f} GiB"
-    return "\n".join([header, bar, *legend])
+    return "\n".join([f"{picture.title}: {picture.total_gib:.2f} GiB", bar, *legend])
 
 
 def fence(text: str, lang: str = "") -> str:

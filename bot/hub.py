@@ -93,8 +93,7 @@ def valid_repo_id(name: str) -> bool:
 
 
 def offline() -> bool:
-    value = os.environ.get("HF_HUB_OFFLINE", "")
-    return value.strip().upper() in ("1", "ON", "YES", "TRUE")
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _cache_file(cache_dir: Path, repo_id: str) -> Path:

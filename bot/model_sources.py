@@ -58,8 +58,7 @@ def _checkpoint_size(folder: Path) -> int | None:
                 return total
         except ModelSourceError:
             pass
-    files = list(folder.glob("*.safetensors"))
-    return sum(f.stat().st_size for f in files) or None
+    return sum(f.stat().st_size for f in folder.glob("*.safetensors")) or None
 
 
 def from_config_path(path: Path) -> ResolvedModel:

@@ -315,8 +315,7 @@ def read(detection: Detection, root: Finding) -> Situation:
     model_name = context.get("model")
     if command is not None and command.engine == engine:
         spelled = command.flag(*spellings(engine, SETTING_FLAGS.get(engine, {}).get("model", "--model")))
-        positional = _positional_model(command)
-        model_name = spelled or positional or model_name
+        model_name = spelled or _positional_model(command) or model_name
     model = _model(str(model_name) if model_name else None, notes, text)
     version, version_src = _version(detection, root, engine, text)
     gpus = _read_gpus(detection, text)

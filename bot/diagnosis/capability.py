@@ -145,8 +145,7 @@ def quantization(situation: Situation) -> Reply:
         fixes = _kernel_fixes(situation, method, cc) + fixes
         fixes += _upgrade_fixes(situation, method, cc, float(need)) if need else []
         fixes += [] if fixes else _format_fixes(situation, method, cc)
-    extra = [] if fixes else [hardware(situation, None)]
-    return reply(situation, title, key, fixes, extra=extra)
+    return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 
 def bf16(situation: Situation) -> Reply:
@@ -158,8 +157,7 @@ def bf16(situation: Situation) -> Reply:
     key = (
         f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16." if cc else None
     )
-    fixes = env_fixes(situation, situation.root.remedies, "vllm")
-    return reply(situation, title, key, fixes)
+    return reply(situation, title, key, env_fixes(situation, situation.root.remedies, "vllm"))
 
 
 def flash_attn_needed(situation: Situation) -> Reply:
@@ -185,7 +183,6 @@ def capability_below(situation: Situation) -> Reply:
         return bf16(situation)
     if category == "kv_quant_needs_flash_attn":
         return flash_attn_needed(situation)
-    title = situation.root.title
     fixes = env_fixes(situation, situation.root.remedies, situation.engine)
     extra = [] if fixes else [hardware(situation, None)]
-    return reply(situation, title, cause(situation), fixes, None, extra=extra)
+    return reply(situation, situation.root.title, cause(situation), fixes, extra=extra)

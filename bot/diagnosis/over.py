@@ -200,9 +200,8 @@ def host_short(situation: Situation) -> Reply:
         else None
     )
     fixes = advice_fixes(situation, [r for r in situation.root.remedies if r != "check_other_processes"])
-    budget = budget_for(situation)
     if situation.engine == "llama.cpp":
-        fixes = _verified(situation, budget) + fixes
+        fixes = _verified(situation, budget_for(situation)) + fixes
     return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 
