@@ -61,7 +61,7 @@ def palette(labels: list[str]) -> dict[str, RGB]:
     for label in dict.fromkeys(labels):
         colour = COLOURS.get(label)
         if colour is None or colour in taken:
-            colour = next((c for c in spare if c not in taken), None) or _fallback(len(out))
+            colour = next(spare, None) or _fallback(len(out))
         out[label] = colour
         taken.add(colour)
     return out

@@ -97,7 +97,6 @@ class Metrics:
         )
         self._live: _LiveState | None = None
 
-    # adapters call these ---------------------------------------------------------------------
     def observe_outcome(self, platform: str, outcome: Any) -> None:
         """Count one ``bot.service.Outcome`` (kind, reply, notice, latency_ms, secrets)."""
         platform = _label(platform)
@@ -120,7 +119,6 @@ class Metrics:
     def platform_error(self, platform: str, kind: str) -> None:
         self.errors.labels(_label(platform), _label(kind)).inc()
 
-    # the health server calls these ------------------------------------------------------------
     def track(self, health: Any | None = None, storage: Any | None = None) -> None:
         """Also export live state read at scrape time: platform connections and database faults."""
         if self._live is not None:

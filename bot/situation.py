@@ -184,9 +184,8 @@ def _read_gpus(detection: Detection, text: str) -> Gpus:
     if ctx.get("gpu_total_gib"):
         gpus.per_device_gib = Sourced(float(ctx.get("gpu_total_gib")), "log")
     if gpus.name is not None:
-        query = str(gpus.name.value)
         size = next((m.memory_gib for m in mentions if m.where == "your words" and m.memory_gib), None)
-        gpus.gpu, gpus.note = _resolve_gpu(query, size)
+        gpus.gpu, gpus.note = _resolve_gpu(str(gpus.name.value), size)
     if gpus.per_device_gib is None and gpus.gpu is not None:
         gpus.per_device_gib = Sourced(round(gpus.gpu.total_gib, 2), "catalog", gpus.gpu.name)
     gpus.backend = gpu_backend(text, gpus.gpu.vendor if gpus.gpu else None)

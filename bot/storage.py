@@ -187,7 +187,6 @@ class Storage:
     def healthy(self) -> bool:
         return self._run("health check", "SELECT 1") is not None
 
-    # replies -----------------------------------------------------------------------------------
     def reply_for(self, platform: str, source_id: str) -> str | None:
         """The id of our reply to a message, if we answered it ("" when answered without an id)."""
         sql = "SELECT reply_id FROM replies WHERE platform=? AND source_id=?"
@@ -230,7 +229,6 @@ class Storage:
             (platform, source_id, reply_id, signature, category, self.clock()),
         )
 
-    # feedback ----------------------------------------------------------------------------------
     def record_feedback(
         self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
     ) -> bool:
@@ -254,7 +252,6 @@ class Storage:
         row = self._run("feedback read", sql, (signature,), "one")
         return (int(row[0] or 0), int(row[1] or 0)) if row is not None else (0, 0)
 
-    # details -----------------------------------------------------------------------------------
     def record_details(self, platform: str, reply_key: str, markdown: str, chart: bytes | None) -> bool:
         """Keep the full answer (bounded) for ``reply_key``; prune this platform to the newest rows."""
         text = bounded(markdown)
@@ -280,7 +277,6 @@ class Storage:
         row = self._run("details read", sql, (platform, reply_key), "one")
         return None if row is None else StoredDetails(row[0], bytes(row[1]) if row[1] else None)
 
-    # events and stats --------------------------------------------------------------------------
     def record_event(
         self,
         platform: str,

@@ -49,13 +49,12 @@ def available(lever: Lever, engine: str, situation: Situation) -> bool:
     for feature_id in spelling.requires:
         if supports(situation.version, feature_id, situation.fork) is False:
             return False
-    if spelling.hardware == "fp8_kv":
-        gpu = situation.gpus.gpu
-        cc = situation.get("compute_capability")
-        if gpu is not None:
-            return gpu.fp8_kv_cache
-        return cc is None or float(cc) >= 8.9  # unknown GPU: offered with the hardware it needs
-    return True
+    if spelling.hardware != "fp8_kv":
+        return True
+    if situation.gpus.gpu is not None:
+        return situation.gpus.gpu.fp8_kv_cache
+    cc = situation.get("compute_capability")
+    return cc is None or float(cc) >= 8.9  # unknown GPU: offered with the hardware it needs
 
 
 def _evaluate(budget: Budget, plan: Plan) -> Outcome | None:
@@ -237,7 +236,6 @@ def _levers(remedies: list[str], engine: str, situation: Situation) -> list[Leve
     return seen
 
 
-# -- from candidates to printed fixes ------------------------------------------------------------
 def effect(c: Candidate, goal: Goal) -> str:
     out = c.outcome
     if c.serves_goal and goal.length:
