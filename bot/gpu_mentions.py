@@ -35,8 +35,6 @@ _PROSE = re2.compile(
 
 @dataclass
 class GpuMention:
-    """A GPU the paste names, with its count and memory where the line gives them."""
-
     name: str
     count: int | None
     memory_gib: float | None

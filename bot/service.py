@@ -165,7 +165,6 @@ class GardenService:
             self.events.forget(f"{msg.platform}:event:{event_id}")
 
     def platform_error(self, platform: str, kind: str) -> None:
-        """A platform call failed (send, edit, delete, download, ...): counted on /metrics."""
         if self.metrics is not None:
             self.metrics.platform_error(platform, kind)
 

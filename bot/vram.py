@@ -156,15 +156,11 @@ def vram_reply(result: VramResult) -> Reply:
     where = f"{label} on {gpus}{result.gpu_name} ({engine})"
     if result.fits:
         title = f"{where}: fits, {fmt_tokens(result.max_model_len)} tokens of context"
+        many = f" or about {result.max_concurrency:g} requests of {fmt_tokens(result.max_model_len)}"
         summary = (
             f"The weights take {result.weights_gib:.1f} GiB per GPU; the KV cache gets {result.kv_cache_gib:.2f} GiB, "
             f"room for {fmt_tokens(result.max_model_len_fit)} tokens in one request"
-            + (
-                f" or about {result.max_concurrency:g} requests of {fmt_tokens(result.max_model_len)}"
-                if result.max_concurrency >= 1
-                else ""
-            )
-            + "."
+            f"{many if result.max_concurrency >= 1 else ''}."
         )
     elif result.max_model_len_fit > 0:
         title = f"{where}: {fmt_tokens(result.max_model_len)} tokens do not fit; {fmt_tokens(result.max_model_len_fit)} do"

@@ -34,8 +34,6 @@ class Goal:
 
 @dataclass
 class Candidate:
-    """A set of levers, the plan they give and whether that plan starts and serves."""
-
     levers: list[Lever]
     plan: Plan
     outcome: Outcome
