@@ -24,7 +24,7 @@ from bot.diagnosis.parts import (
 from bot.formatter import ENGINE_LABEL
 from bot.reply import Fix, Reply
 from bot.situation import Situation
-from calculator.units import fmt_tokens
+from calculator.units import fmt_tokens, round_up_clean
 from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
 from knowledge.levers import lever, lever_for
@@ -132,13 +132,13 @@ def request_too_long(situation: Situation) -> Reply:
         goal = Goal(length=int(asked), may_shorten=False)
         context_levers = ["max_model_len", "ctx_size", "ollama_context_length", "context_length"]
         found = [c for c in candidates(situation, budget, context_levers, goal) if c.serves_goal]
-        plan = budget.plan0.with_(max_len=_round_up(int(asked)))
+        plan = budget.plan0.with_(max_len=round_up_clean(int(asked)))
         out = budget.estimate.evaluate(plan)
         if out is not None and out.starts:
             found = [Candidate([lever("cap_context")], plan, out, True), *found]
         fixes += to_fixes(situation, budget, found, goal, limit=1)
     if asked and not any(f.engine == situation.engine for f in fixes):
-        fixes += _fitted_context(situation, _round_up(int(asked)))
+        fixes += _fitted_context(situation, round_up_clean(int(asked)))
     if asked and limit and not prompt and asked > limit:  # the request's split is not shown: all of it
         fixes.append(Fix("any", f"send at most {fmt_tokens(limit)} tokens in one request", "",
                          f"the request is {fmt_tokens(int(asked) - int(limit))} tokens over what the server holds",
@@ -170,11 +170,6 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
                     "Ollama places the layers so the context fits" + bound, "slower generation if layers move to the CPU", 2,
                     {**check, "needs": "Ollama 0.5.13 or newer"})]  # fmt: skip
     return []
-
-
-def _round_up(tokens: int) -> int:
-    step = 1024 if tokens > 4096 else 256
-    return (tokens + step - 1) // step * step
 
 
 def batch_short(situation: Situation) -> Reply:
