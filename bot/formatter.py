@@ -57,30 +57,25 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
     """``[WWWWWWWWAAGKKK|....]`` plus a legend line per segment, scaled to the GPU's total; ``|`` marks
     the engine's target (utilization x total) in the cell it falls in, when the picture has one."""
     total = max(picture.total_gib, sum(max(0.0, s.gib) for s in picture.segments), 1e-9)
-    cells: list[str] = []
-    used = 0
+    symbols = [_SYMBOLS.get(seg.label, seg.label[:1].upper() or "?") for seg in picture.segments]
+    bar = ""
     for i, seg in enumerate(picture.segments):
-        symbol = _SYMBOLS.get(seg.label, seg.label[:1].upper() or "?")
         n = round(max(0.0, seg.gib) / total * width)
         if seg.gib > 0 and n == 0:
             n = 1
         if i == len(picture.segments) - 1:
-            n = max(0, width - used) if seg.gib > 0 else 0
-        n = min(n, width - used)
-        cells.append(symbol * n)
-        used += n
-    bar = "".join(cells).ljust(width, " ")
+            n = max(0, width - len(bar)) if seg.gib > 0 else 0
+        bar += symbols[i] * min(n, width - len(bar))
+    bar = bar.ljust(width, " ")
     target = target_of(picture)
     if target:  # the engine's target (utilization x total) at its cell
         at = min(width - 1, int(target / total * width))
         bar = bar[:at] + "|" + bar[at + 1 :]
     bar = f"[{bar}]"
-    legend = []
-    for seg in picture.segments:
-        symbol = _SYMBOLS.get(seg.label, seg.label[:1].upper() or "?")
-        legend.append(
-            f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
-        )
+    legend = [
+        f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
+        for symbol, seg in zip(symbols, picture.segments, strict=True)
+    ]
     if target:
         legend.append(f"  | {'target (util x total)':<26} {target:7.2f} GiB")
     return "\n".join([f"{picture.title}: {picture.total_gib:.2f} GiB", bar, *legend])

@@ -144,8 +144,7 @@ def _version(
     if by_date:
         return by_date
     if root.versions:
-        bound = root.versions.lstrip("<>=")
-        v = parse_version(bound)
+        v = parse_version(root.versions.lstrip("<>="))
         if root.versions.startswith("<") and not root.versions.startswith("<="):
             v = _before(v)
         return v, Sourced(root.versions, "estimated", "from the error's wording")

@@ -156,10 +156,9 @@ def as_addition(fix: Fix) -> Fix:
         return fix
     head, _, tail = fix.command.partition(mark)
     env = " ".join(t for t in head.split() if "=" in t and not t.startswith("-"))
-    said = " and ".join(
-        [*([f"set `{env}`"] if env else []), *([f"add `{tail.strip()}`"] if tail.strip() else [])]
-    )
+    tail = tail.strip()
+    said = " and ".join([*([f"set `{env}`"] if env else []), *([f"add `{tail}`"] if tail else [])])
     where = ENGINE_LABEL.get(fix.engine, fix.engine)
     fix.change = f"{fix.change} ({said} to your {where} command)" if said else fix.change
-    fix.command, fix.adds = "", f"{env} {tail.strip()}".strip()
+    fix.command, fix.adds = "", f"{env} {tail}".strip()
     return fix
