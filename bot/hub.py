@@ -74,22 +74,12 @@ def _log() -> logging.Logger:
     return logging.getLogger("gpu_garden.hub")
 
 
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def warm_up() -> None:
     """Import huggingface_hub in the background (about a second on a cold start), so that the first
     lookup of a long-running bot spends its 3 s on the Hub, not on imports."""
     import importlib
 
     threading.Thread(target=importlib.import_module, args=("huggingface_hub",), daemon=True).start()
-
-
-def valid_repo_id(name: str) -> bool:
-    return bool(_REPO_ID.search(name)) and ".." not in name
 
 
 def offline() -> bool:
@@ -113,10 +103,12 @@ def read_cache(cache_dir: Path, repo_id: str) -> HubModel | None:
 
 
 def _write_cache(cache_dir: Path, found: HubModel) -> None:
+    from datetime import UTC, datetime
+
     path = _cache_file(cache_dir, found.repo_id)
     record = {
         "repo_id": found.repo_id,
-        "fetched": _now(),
+        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": found.config,
         "parameters": found.parameters,
     }
@@ -196,7 +188,7 @@ def _fetch(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> HubMo
 
 def lookup(repo_id: str, cache_dir: Path, budget: float = HUB_BUDGET_SECONDS) -> HubModel:
     """The repo's config and safetensors sizes: from the disk cache, else from the Hub within ``budget``."""
-    if not valid_repo_id(repo_id):
+    if not _REPO_ID.search(repo_id) or ".." in repo_id:
         raise HubError("invalid", repo_id, "not an org/name repo id")
     cached = read_cache(cache_dir, repo_id)
     if cached is not None:

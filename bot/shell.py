@@ -137,13 +137,6 @@ def _joined(lines: list[str], start: int) -> str:
     return text
 
 
-def _split(text: str) -> list[str] | None:
-    try:
-        return shlex.split(text.replace("\\", "/"), posix=True)  # Windows paths: C:\\m\\x.gguf
-    except ValueError:  # an unclosed quote: the paste cut the command
-        return None
-
-
 def _from_line(text: str, line_no: int) -> Command | None:
     m = _COMMAND_START.search(text)
     if m is None:
@@ -151,7 +144,10 @@ def _from_line(text: str, line_no: int) -> Command | None:
     body = m.group(1)
     if m.group(0).startswith("`") and body.endswith("`"):  # the closing backtick of inline code
         body = body[:-1]
-    tokens = _split(body)
+    try:
+        tokens = shlex.split(body.replace("\\", "/"), posix=True)  # Windows paths: C:\\m\\x.gguf
+    except ValueError:  # an unclosed quote: the paste cut the command
+        return None
     if not tokens:
         return None
     env: list[str] = []

@@ -158,12 +158,6 @@ def _before(v: Version | None) -> Version | None:
     return (major, max(0, minor - 1), 99) if minor else (max(0, major - 1), 99, 99)
 
 
-def _engine_of(root: Finding, command: Command | None) -> str:
-    if root.engine in ("custom", "pytorch") and command is not None:
-        return command.engine
-    return root.engine
-
-
 def _read_gpus(detection: Detection, text: str) -> Gpus:
     ctx = detection.context
     gpus = Gpus()
@@ -293,16 +287,12 @@ def _setting_value(setting: str, raw: str) -> Any:
 _QUERY_FLAGS = frozenset({"--list-devices", "--version", "--help", "-h"})
 
 
-def _launch_command(command: Command | None) -> Command | None:
-    if command is None or any(tok.partition("=")[0] in _QUERY_FLAGS for tok in command.argv):
-        return None
-    return command
-
-
 def read(detection: Detection, root: Finding) -> Situation:
     text = detection.normalized.views[0].text
-    command = _launch_command(find_command(text))
-    engine = _engine_of(root, command)
+    command = find_command(text)
+    if command is not None and any(tok.partition("=")[0] in _QUERY_FLAGS for tok in command.argv):
+        command = None
+    engine = command.engine if command is not None and root.engine in ("custom", "pytorch") else root.engine
     notes: list[str] = []
     context = safe_fields(dict(detection.context.fields))  # a GPU name or model id that is not one stays out
     params: dict[str, Any] = dict(root.params)
