@@ -109,10 +109,7 @@ def from_gguf(path: Path) -> ResolvedModel:
             value = _gguf_value(field)
         except (IndexError, ValueError, TypeError):
             continue
-        if name == "tokenizer.ggml.tokens":
-            meta["tokenizer.ggml.tokens.count"] = value
-        else:
-            meta[name] = value
+        meta["tokenizer.ggml.tokens.count" if name == "tokenizer.ggml.tokens" else name] = value
     size = path.stat().st_size
     file_type = _gguf_file_type(meta.get("general.file_type"))
     try:

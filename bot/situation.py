@@ -109,9 +109,7 @@ class Situation:
 
     def get(self, name: str, default: Any = None) -> Any:
         """A number the paste printed (any finding's capture, then the context)."""
-        if name in self.params:
-            return self.params[name]
-        return self.context.get(name, default)
+        return self.params[name] if name in self.params else self.context.get(name, default)
 
 
 def _version(

@@ -85,13 +85,6 @@ MIGRATIONS = (
 )
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(replies)")}
-    for name, sql in MIGRATIONS:
-        if name not in columns:
-            conn.execute(sql)
-
-
 def user_hash(platform: str, user_id: str) -> str:
     """Votes are stored against a hash, not the platform's user id."""
     return hashlib.sha256(f"{platform}:{user_id}".encode()).hexdigest()[:16]
@@ -131,7 +124,10 @@ class Storage:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=2000")
             conn.executescript(SCHEMA)
-            _migrate(conn)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(replies)")}
+            for name, sql in MIGRATIONS:
+                if name not in columns:
+                    conn.execute(sql)
             self._conn = conn
         return self._conn
 
