@@ -125,8 +125,7 @@ def _bar(draw, picture: MemoryPicture, geo: Layout, colours: dict[str, RGB], fon
         labels = (f"{seg.gib:.1f} GiB", f"{seg.gib:.1f}")
         text = next((t for t in labels if draw.textlength(t, font=font) + 6 < x1 - x0), "")
         if text:
-            mid = (x0 + x1) / 2
-            draw.text((mid, geo.top + BAR_H / 2), text, fill=_ink(colour), font=font, anchor="mm")
+            draw.text(((x0 + x1) / 2, geo.top + BAR_H / 2), text, fill=_ink(colour), font=font, anchor="mm")
     draw.rectangle([geo.left, geo.top, geo.left + geo.inner, bottom], outline="black")
 
 

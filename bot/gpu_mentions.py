@@ -67,11 +67,7 @@ def _device_list(data: bytes) -> GpuMention | None:
 def _prose(text: str) -> GpuMention | None:
     for m in _PROSE.finditer(text[-200_000:]):
         name = " ".join(m.group("name").split())
-        count = None
-        if m.group("n"):
-            count = int(m.group("n"))
-        elif m.group("w"):
-            count = _COUNT_WORDS[m.group("w").lower()]
+        count = int(m.group("n")) if m.group("n") else _COUNT_WORDS.get((m.group("w") or "").lower())
         mem = float(m.group("mem")) if m.group("mem") else None
         if (
             name.lower().startswith("m")

@@ -33,8 +33,7 @@ def tp_sizes(situation: Situation) -> Reply:
         # KV heads unknown: a power of two is the size most likely to divide them too
         pick = [v for v in valid if v > 1 and (kv is not None or v & (v - 1) == 0)]
         for size in sorted(pick, reverse=True)[:1]:
-            plan = budget.plan0.with_(tp=size) if budget else None
-            out = budget.estimate.evaluate(plan) if budget and plan else None
+            out = budget.estimate.evaluate(budget.plan0.with_(tp=size)) if budget else None
             if out is not None and not out.starts:
                 continue  # the budget says it would not fit on that many GPUs
             command = user_command(situation, "vllm", {"--tensor-parallel-size": str(size)})
