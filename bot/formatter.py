@@ -144,6 +144,5 @@ def _full(reply: Reply) -> str:
                     checked = ", ".join(f"{k} {v}" for k, v in fix.verification.items())
                     out.append(f"  _checked on the budget: {checked}_")
     if reply.notes:
-        out += ["", "**Assumptions**"]
-        out += [f"- {note}" for note in reply.notes]
+        out += ["", "**Assumptions**", *(f"- {note}" for note in reply.notes)]
     return "\n".join(out).strip() + "\n"

@@ -172,8 +172,7 @@ class GardenService:
         kinds: list[str] = []
         if msg.command is not None:
             # a command's options are user text too (/vram echoes an unknown model name back)
-            msg, found = _redact_command(msg)
-            kinds += found
+            msg, kinds = _redact_command(msg)
         if msg.command is not None and msg.command.name.lower() != "triage":
             reply = self.bot.handle(msg)
         else:

@@ -159,9 +159,8 @@ def _before(v: Version | None) -> Version | None:
 def _read_gpus(detection: Detection, text: str) -> Gpus:
     ctx = detection.context
     gpus = Gpus()
-    name = ctx.get("gpu")
     mentions = gpu_mentions(text)
-    if name:
+    if name := ctx.get("gpu"):
         gpus.name = Sourced(str(name), "log")
     for m in mentions:
         if gpus.name is None and m.name:

@@ -28,8 +28,7 @@ def _cc(situation: Situation) -> float | None:
     cc = situation.get("compute_capability")
     if cc is not None:
         return float(cc)
-    gpu = situation.gpus.gpu
-    return gpu.cc if gpu is not None else None
+    return situation.gpus.gpu.cc if situation.gpus.gpu is not None else None
 
 
 def _quant_fixes(situation: Situation, method: str) -> list[Fix]:

@@ -92,10 +92,9 @@ def _tp(plan: Plan, situation: Situation) -> Plan | None:
 
 
 def _layers(budget: Budget, plan: Plan, situation: Situation) -> Plan | None:
-    model = situation.model.model if situation.model else None
-    if model is None:
+    if situation.model is None:
         return None
-    for layers in range(model.num_hidden_layers, 0, -1):
+    for layers in range(situation.model.model.num_hidden_layers, 0, -1):
         out = _evaluate(budget, plan.with_(gpu_layers=layers))
         if out is not None and out.starts:
             return plan.with_(gpu_layers=layers)
