@@ -150,12 +150,10 @@ def quantization(situation: Situation) -> Reply:
 def bf16(situation: Situation) -> Reply:
     cc = _cc(situation)
     name = situation.gpus.gpu.name if situation.gpus.gpu else (situation.get("gpu") or "this GPU")
-    title = (
-        f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}" if cc else situation.root.title
-    )
-    key = (
-        f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16." if cc else None
-    )
+    title, key = situation.root.title, None
+    if cc:
+        title = f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}"
+        key = f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16."
     return reply(situation, title, key, env_fixes(situation, situation.root.remedies, "vllm"))
 
 

@@ -198,22 +198,18 @@ def state_blocks(situation: Situation) -> Reply:
     """A hybrid model's state blocks (one per running sequence) fewer than max_num_seqs."""
     seqs = situation.params.get("max_num_seqs")
     blocks = situation.params.get("mamba_blocks")
-    known = seqs is not None and blocks is not None
-    title = (
-        f"vLLM: {fmt_tokens(blocks)} state blocks, max_num_seqs asks for {fmt_tokens(seqs)}"
-        if known
-        else situation.root.title
-    )
+    title, key = situation.root.title, None
+    if seqs is not None and blocks is not None:
+        title = f"vLLM: {fmt_tokens(blocks)} state blocks, max_num_seqs asks for {fmt_tokens(seqs)}"
+        key = (
+            f"Each running sequence needs one state block; {fmt_tokens(blocks)} fit, "
+            f"max_num_seqs is {fmt_tokens(seqs)}."
+        )
     fixes: list[Fix] = []
     if seqs is not None and blocks is not None and 1 <= int(blocks) < int(seqs):
         command = user_command(situation, "vllm", {"--max-num-seqs": str(int(blocks))})
         fixes.append(Fix("vllm", f"run at most {int(blocks)} sequences", command, "one state block per sequence fits",
                          "fewer concurrent requests", 1, {"starts": True, "max_num_seqs": int(blocks)}))  # fmt: skip
-    key = (
-        f"Each running sequence needs one state block; {fmt_tokens(blocks)} fit, max_num_seqs is {fmt_tokens(seqs)}."
-        if known
-        else None
-    )
     fixes += advice_fixes(situation, situation.root.remedies)
     return reply(situation, title, key, fixes)
 
