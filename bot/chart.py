@@ -156,13 +156,11 @@ def _legend(draw, picture: MemoryPicture, colours: dict[str, RGB], y: int, font)
         source = SOURCE_LABEL.get(seg.source, seg.source)
         draw.text((PAD + 22, y), f"{seg.label}: {seg.gib:.2f} GiB ({source})", fill="black", font=font)
         y += ROW
-    gap = unaccounted(picture)
-    if gap:
+    if gap := unaccounted(picture):
         draw.rectangle([PAD, y + 3, PAD + 14, y + 17], fill="white", outline="black")
         draw.text((PAD + 22, y), f"not in the breakdown: {gap:.2f} GiB", fill="black", font=font)
         y += ROW
-    target = target_of(picture)
-    if target:
+    if target := target_of(picture):
         draw.line([(PAD + 7, y + 1), (PAD + 7, y + 19)], fill=MARKER, width=3)
         text = f"engine target (utilization x total): {target:.2f} GiB"
         draw.text((PAD + 22, y), text, fill="black", font=font)

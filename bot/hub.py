@@ -190,8 +190,7 @@ def lookup(repo_id: str, cache_dir: Path, budget: float = HUB_BUDGET_SECONDS) ->
     """The repo's config and safetensors sizes: from the disk cache, else from the Hub within ``budget``."""
     if not _REPO_ID.search(repo_id) or ".." in repo_id:
         raise HubError("invalid", repo_id, "not an org/name repo id")
-    cached = read_cache(cache_dir, repo_id)
-    if cached is not None:
+    if (cached := read_cache(cache_dir, repo_id)) is not None:
         return cached
     if offline():
         raise HubError("offline", repo_id, "HF_HUB_OFFLINE is set")
@@ -222,8 +221,7 @@ def _start(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> _Pend
     (a slow or dead Hub then costs one background worker, not one per message)."""
     key = (repo_id, endpoint, str(cache_dir))
     with _LOCK:
-        pending = _IN_FLIGHT.get(key)
-        if pending is not None:
+        if (pending := _IN_FLIGHT.get(key)) is not None:
             return pending
         pending = _IN_FLIGHT[key] = _Pending(threading.Event())
 

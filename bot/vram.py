@@ -270,12 +270,11 @@ def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_looku
         engine=engine,
         kv_cache_dtype=str(fields.get("kv_cache_dtype", "auto")),
     )
-    label = match.label
     want = context or min(derived_max_model_len(match.model), DEFAULT_CONTEXT)
     if not options:
         return Reply(
             kind="match",
-            title=f"No GPU setup in my catalog serves {label} at {fmt_tokens(want)} tokens",
+            title=f"No GPU setup in my catalog serves {match.label} at {fmt_tokens(want)} tokens",
             summary="Try a smaller quantization, a shorter context, or more GPUs with pipeline parallelism.",
         )
     lines = []
@@ -292,7 +291,7 @@ def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_looku
     best = options[0]
     return Reply(
         kind="match",
-        title=f"GPUs that serve {label} at {fmt_tokens(want)} tokens ({ENGINE_LABEL[engine]})",
+        title=f"GPUs that serve {match.label} at {fmt_tokens(want)} tokens ({ENGINE_LABEL[engine]})",
         summary="Single cards first, then multi-GPU setups, least memory first.",
         sections=[Section("Options", body="\n".join(lines))],
         fixes=[Fix(engine, f"on {best.gpu.name}", best.result.command, "the first option above", rank=0)],

@@ -129,16 +129,11 @@ def quantization(situation: Situation) -> Reply:
     method = _QUANT_ALIASES.get(raw.lower(), raw.lower())
     cc = _cc(situation)
     need = situation.get("min_capability") or quant_min_capability(method, situation.version)
-    title = (
-        f"vLLM: {method or 'this quantization'} needs compute capability {need:.1f}, this GPU has {cc:.1f}"
-        if need and cc
-        else situation.root.title
-    )
-    key = (
-        f"The {method or 'quantization'} kernels need compute capability {need:.1f}; this GPU has {cc:.1f}."
-        if need and cc
-        else None
-    )
+    title, key = situation.root.title, None
+    if need and cc:
+        needs, has = f"compute capability {need:.1f}", f"this GPU has {cc:.1f}"
+        title = f"vLLM: {method or 'this quantization'} needs {needs}, {has}"
+        key = f"The {method or 'quantization'} kernels need {needs}; {has}."
     fixes = _quant_fixes(situation, method)
     if cc is not None:
         fixes = _kernel_fixes(situation, method, cc) + fixes
