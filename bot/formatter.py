@@ -133,8 +133,7 @@ def _full(reply: Reply) -> str:
             out.append(f"- {fact.label}: **{fact.value}** _({SOURCE_LABEL.get(fact.source, fact.source)})_")
     if reply.memory is not None:
         out += ["", fence(memory_bar(reply.memory))]
-    grouped = reply.fixes_by_engine()
-    if grouped:
+    if grouped := reply.fixes_by_engine():
         out += ["", "**Fixes**"]
         for engine, fixes in grouped.items():
             out += ["", f"_{ENGINE_LABEL.get(engine, engine)}_"]

@@ -62,8 +62,7 @@ def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     result.signature = root.signature
     result.category = root.category
     result.engine = situation.engine
-    others = [f for f in detection.findings[1:] if f.severity != "info"]
-    if others:
+    if others := [f for f in detection.findings[1:] if f.severity != "info"]:
         result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
     return result
 
