@@ -16,7 +16,8 @@ MAX_DEPTH = 2
 def wrapper(situation: Situation, inner: Callable[[str, int], Reply | None], depth: int = 0) -> Reply:
     quoted = situation.params.get("runner_error")
     if quoted and depth < MAX_DEPTH:
-        if (found := inner(str(quoted), depth + 1)) is not None:
+        found = inner(str(quoted), depth + 1)
+        if found is not None:
             found.notes.append(
                 "The launcher only reported that the engine stopped; this is the error it quoted."
             )
