@@ -61,7 +61,7 @@ def palette(labels: list[str]) -> dict[str, RGB]:
     for label in dict.fromkeys(labels):
         colour = COLOURS.get(label)
         if colour is None or colour in taken:
-            colour = next((c for c in spare if c not in taken), None) or _fallback(len(out))
+            colour = next(spare, None) or _fallback(len(out))
         out[label] = colour
         taken.add(colour)
     return out
@@ -122,17 +122,10 @@ def _bar(draw, picture: MemoryPicture, geo: Layout, colours: dict[str, RGB], fon
             continue
         colour = colours[seg.label]
         draw.rectangle([x0, geo.top, x1, bottom], fill=colour, outline="white")
-        text = next(
-            (
-                t
-                for t in (f"{seg.gib:.1f} GiB", f"{seg.gib:.1f}")
-                if draw.textlength(t, font=font) + 6 < x1 - x0
-            ),
-            "",
-        )
+        labels = (f"{seg.gib:.1f} GiB", f"{seg.gib:.1f}")
+        text = next((t for t in labels if draw.textlength(t, font=font) + 6 < x1 - x0), "")
         if text:
-            mid = (x0 + x1) / 2
-            draw.text((mid, geo.top + BAR_H / 2), text, fill=_ink(colour), font=font, anchor="mm")
+            draw.text(((x0 + x1) / 2, geo.top + BAR_H / 2), text, fill=_ink(colour), font=font, anchor="mm")
     draw.rectangle([geo.left, geo.top, geo.left + geo.inner, bottom], outline="black")
 
 
@@ -163,13 +156,11 @@ def _legend(draw, picture: MemoryPicture, colours: dict[str, RGB], y: int, font)
         source = SOURCE_LABEL.get(seg.source, seg.source)
         draw.text((PAD + 22, y), f"{seg.label}: {seg.gib:.2f} GiB ({source})", fill="black", font=font)
         y += ROW
-    gap = unaccounted(picture)
-    if gap:
+    if gap := unaccounted(picture):
         draw.rectangle([PAD, y + 3, PAD + 14, y + 17], fill="white", outline="black")
         draw.text((PAD + 22, y), f"not in the breakdown: {gap:.2f} GiB", fill="black", font=font)
         y += ROW
-    target = target_of(picture)
-    if target:
+    if target := target_of(picture):
         draw.line([(PAD + 7, y + 1), (PAD + 7, y + 19)], fill=MARKER, width=3)
         text = f"engine target (utilization x total): {target:.2f} GiB"
         draw.text((PAD + 22, y), text, fill="black", font=font)

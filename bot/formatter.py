@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 
+import re2
+
 from bot.reply import Fix, MemoryPicture, Reply
 
 BAR_WIDTH = 48
+_BACKTICKS = re2.compile("`+")
 # each kind of memory by its bar symbol, with the labels that name it (the engines' spellings)
 MEMORY_KINDS: dict[str, tuple[str, ...]] = {
     "W": ("weights", "weights+activations+graphs"),
@@ -54,43 +57,33 @@ def memory_bar(picture: MemoryPicture, width: int = BAR_WIDTH) -> str:
     """``[WWWWWWWWAAGKKK|....]`` plus a legend line per segment, scaled to the GPU's total; ``|`` marks
     the engine's target (utilization x total) in the cell it falls in, when the picture has one."""
     total = max(picture.total_gib, sum(max(0.0, s.gib) for s in picture.segments), 1e-9)
-    cells: list[str] = []
-    used = 0
+    symbols = [_SYMBOLS.get(seg.label, seg.label[:1].upper() or "?") for seg in picture.segments]
+    bar = ""
     for i, seg in enumerate(picture.segments):
-        symbol = _SYMBOLS.get(seg.label, seg.label[:1].upper() or "?")
         n = round(max(0.0, seg.gib) / total * width)
         if seg.gib > 0 and n == 0:
             n = 1
         if i == len(picture.segments) - 1:
-            n = max(0, width - used) if seg.gib > 0 else 0
-        n = min(n, width - used)
-        cells.append(symbol * n)
-        used += n
-    bar = "".join(cells).ljust(width, " ")
+            n = max(0, width - len(bar)) if seg.gib > 0 else 0
+        bar += symbols[i] * min(n, width - len(bar))
+    bar = bar.ljust(width, " ")
     target = target_of(picture)
     if target:  # the engine's target (utilization x total) at its cell
         at = min(width - 1, int(target / total * width))
         bar = bar[:at] + "|" + bar[at + 1 :]
     bar = f"[{bar}]"
-    legend = []
-    for seg in picture.segments:
-        symbol = _SYMBOLS.get(seg.label, seg.label[:1].upper() or "?")
-        legend.append(
-            f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
-        )
+    legend = [
+        f"  {symbol} {seg.label:<26} {seg.gib:7.2f} GiB  ({SOURCE_LABEL.get(seg.source, seg.source)})"
+        for symbol, seg in zip(symbols, picture.segments, strict=True)
+    ]
     if target:
         legend.append(f"  | {'target (util x total)':<26} {target:7.2f} GiB")
-    header = f"{picture.title}: {picture.total_gib:.2f} GiB"
-    return "\n".join([header, bar, *legend])
+    return "\n".join([f"{picture.title}: {picture.total_gib:.2f} GiB", bar, *legend])
 
 
 def fence(text: str, lang: str = "") -> str:
     """A code fence the content cannot break out of (longer than any backtick run inside)."""
-    longest = 0
-    run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
@@ -135,13 +128,12 @@ def _full(reply: Reply) -> str:
     for section in reply.sections:
         out += ["", f"**{section.heading}**"]
         if section.body:
-            out += [fence(section.body) if section.code else section.body]
+            out += [section.body]
         for fact in section.facts:
             out.append(f"- {fact.label}: **{fact.value}** _({SOURCE_LABEL.get(fact.source, fact.source)})_")
     if reply.memory is not None:
         out += ["", fence(memory_bar(reply.memory))]
-    grouped = reply.fixes_by_engine()
-    if grouped:
+    if grouped := reply.fixes_by_engine():
         out += ["", "**Fixes**"]
         for engine, fixes in grouped.items():
             out += ["", f"_{ENGINE_LABEL.get(engine, engine)}_"]
@@ -151,6 +143,5 @@ def _full(reply: Reply) -> str:
                     checked = ", ".join(f"{k} {v}" for k, v in fix.verification.items())
                     out.append(f"  _checked on the budget: {checked}_")
     if reply.notes:
-        out += ["", "**Assumptions**"]
-        out += [f"- {note}" for note in reply.notes]
+        out += ["", "**Assumptions**", *(f"- {note}" for note in reply.notes)]
     return "\n".join(out).strip() + "\n"

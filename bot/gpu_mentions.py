@@ -35,8 +35,6 @@ _PROSE = re2.compile(
 
 @dataclass
 class GpuMention:
-    """A GPU the paste names, with its count and memory where the line gives them."""
-
     name: str
     count: int | None
     memory_gib: float | None
@@ -53,8 +51,7 @@ def _smi(data: bytes) -> GpuMention | None:
     names = {name for _i, name in rows}
     count = len({i for i, _n in rows})
     memory = (min(mems) / 1024) if mems else None
-    name = rows[0][1] if len(names) == 1 else min(names, key=lambda n: n)
-    return GpuMention(name, count, memory, "nvidia-smi")
+    return GpuMention(min(names), count, memory, "nvidia-smi")
 
 
 def _device_list(data: bytes) -> GpuMention | None:
@@ -70,11 +67,7 @@ def _device_list(data: bytes) -> GpuMention | None:
 def _prose(text: str) -> GpuMention | None:
     for m in _PROSE.finditer(text[-200_000:]):
         name = " ".join(m.group("name").split())
-        count = None
-        if m.group("n"):
-            count = int(m.group("n"))
-        elif m.group("w"):
-            count = _COUNT_WORDS[m.group("w").lower()]
+        count = int(m.group("n")) if m.group("n") else _COUNT_WORDS.get((m.group("w") or "").lower())
         mem = float(m.group("mem")) if m.group("mem") else None
         if (
             name.lower().startswith("m")
@@ -95,18 +88,12 @@ def gpu_mentions(text: str) -> list[GpuMention]:
 
 # the GPU software stack a paste's lines name, in this order (a ROCm build of PyTorch says "HIP out of
 # memory" but also "cuda:0"; llama.cpp names its backend: ggml_vulkan, ggml_metal, ggml_sycl, ROCm0)
-_BACKEND_MARKS = (
-    (
-        "rocm",
-        ("HIP out of memory", "hipMalloc", "hipError", "HIP error", "ROCm", "rocm", "ggml_hip", "amdgpu"),
-    ),
-    (
-        "xpu",
-        ("XPU out of memory", "xpu:", "SYCL", "ggml_sycl", "Level Zero", "level_zero", "UR_RESULT_ERROR"),
-    ),
-    ("metal", ("ggml_metal", "MPS backend out of memory", "MTLDevice", "Metal")),
-    ("vulkan", ("ggml_vulkan", "Vulkan", "ErrorOutOfDeviceMemory")),
-)
+_BACKEND_MARKS = {
+    "rocm": ("HIP out of memory", "hipMalloc", "hipError", "HIP error", "ROCm", "rocm", "ggml_hip", "amdgpu"),
+    "xpu": ("XPU out of memory", "xpu:", "SYCL", "ggml_sycl", "Level Zero", "level_zero", "UR_RESULT_ERROR"),
+    "metal": ("ggml_metal", "MPS backend out of memory", "MTLDevice", "Metal"),
+    "vulkan": ("ggml_vulkan", "Vulkan", "ErrorOutOfDeviceMemory"),
+}
 _VENDOR_BACKEND = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "metal"}
 
 
@@ -115,7 +102,7 @@ def gpu_backend(text: str, vendor: str | None) -> str | None:
     the stack the lines name, else the catalog vendor's own; None when nothing says."""
     if vendor == "nvidia":
         return "cuda"
-    found = next((stack for stack, marks in _BACKEND_MARKS if any(m in text for m in marks)), None)
+    found = next((stack for stack, marks in _BACKEND_MARKS.items() if any(m in text for m in marks)), None)
     return (
         found or _VENDOR_BACKEND.get(vendor or "") or ("cuda" if "CUDA" in text or "cuda" in text else None)
     )

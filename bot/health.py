@@ -1,9 +1,7 @@
 """Connection health shared by the adapters, the healthcheck file and the watchdog.
 
-Adapters call ``connected(platform)`` / ``disconnected(platform)``; ``healthy()`` is true while every
-started platform is connected.  The watchdog exits the process (non-zero) after a platform has been
-offline longer than the configured limit, because Docker restarts an exited container but not an
-unhealthy one.
+The watchdog exits the process (non-zero) after a platform has been offline longer than the configured
+limit, because Docker restarts an exited container but not an unhealthy one.
 """
 
 from __future__ import annotations

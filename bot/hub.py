@@ -57,7 +57,6 @@ class HubModel:
     repo_id: str
     config: dict[str, Any]
     parameters: dict[str, int]  # safetensors dtype -> parameter count; empty when the Hub had none
-    cached: bool
 
     @property
     def size_bytes(self) -> int | None:
@@ -75,12 +74,6 @@ def _log() -> logging.Logger:
     return logging.getLogger("gpu_garden.hub")
 
 
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def warm_up() -> None:
     """Import huggingface_hub in the background (about a second on a cold start), so that the first
     lookup of a long-running bot spends its 3 s on the Hub, not on imports."""
@@ -89,13 +82,8 @@ def warm_up() -> None:
     threading.Thread(target=importlib.import_module, args=("huggingface_hub",), daemon=True).start()
 
 
-def valid_repo_id(name: str) -> bool:
-    return bool(_REPO_ID.search(name)) and ".." not in name
-
-
 def offline() -> bool:
-    value = os.environ.get("HF_HUB_OFFLINE", "")
-    return value.strip().upper() in ("1", "ON", "YES", "TRUE")
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def _cache_file(cache_dir: Path, repo_id: str) -> Path:
@@ -111,14 +99,16 @@ def read_cache(cache_dir: Path, repo_id: str) -> HubModel | None:
         return None
     if not isinstance(config, dict) or not isinstance(params, dict):
         return None
-    return HubModel(repo_id, config, {str(k): int(v) for k, v in params.items()}, cached=True)
+    return HubModel(repo_id, config, {str(k): int(v) for k, v in params.items()})
 
 
 def _write_cache(cache_dir: Path, found: HubModel) -> None:
+    from datetime import UTC, datetime
+
     path = _cache_file(cache_dir, found.repo_id)
     record = {
         "repo_id": found.repo_id,
-        "fetched": _now(),
+        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": found.config,
         "parameters": found.parameters,
     }
@@ -193,15 +183,14 @@ def _fetch(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> HubMo
         raise HubError("invalid", repo_id, "config.json is not JSON") from exc
     if not isinstance(config, dict):
         raise HubError("invalid", repo_id, "config.json is not an object")
-    return HubModel(repo_id, config, _parameters(repo_id, endpoint), cached=False)
+    return HubModel(repo_id, config, _parameters(repo_id, endpoint))
 
 
 def lookup(repo_id: str, cache_dir: Path, budget: float = HUB_BUDGET_SECONDS) -> HubModel:
     """The repo's config and safetensors sizes: from the disk cache, else from the Hub within ``budget``."""
-    if not valid_repo_id(repo_id):
+    if not _REPO_ID.search(repo_id) or ".." in repo_id:
         raise HubError("invalid", repo_id, "not an org/name repo id")
-    cached = read_cache(cache_dir, repo_id)
-    if cached is not None:
+    if (cached := read_cache(cache_dir, repo_id)) is not None:
         return cached
     if offline():
         raise HubError("offline", repo_id, "HF_HUB_OFFLINE is set")
@@ -232,8 +221,7 @@ def _start(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> _Pend
     (a slow or dead Hub then costs one background worker, not one per message)."""
     key = (repo_id, endpoint, str(cache_dir))
     with _LOCK:
-        pending = _IN_FLIGHT.get(key)
-        if pending is not None:
+        if (pending := _IN_FLIGHT.get(key)) is not None:
             return pending
         pending = _IN_FLIGHT[key] = _Pending(threading.Event())
 

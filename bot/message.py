@@ -21,8 +21,6 @@ class Attachment:
 
 @dataclass(frozen=True)
 class SlashCommand:
-    """A command typed to the bot, with its named options."""
-
     name: str  # "vram", "triage", "help"
     args: dict[str, str] = field(default_factory=dict)  # named options (Discord) or parsed key:value
     raw: str = ""  # the free text after the command (Slack, terminal)
@@ -30,8 +28,6 @@ class SlashCommand:
 
 @dataclass(frozen=True)
 class IncomingMessage:
-    """One message as every platform hands it to the core."""
-
     platform: Platform
     text: str = ""
     attachments: tuple[Attachment, ...] = ()

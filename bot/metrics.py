@@ -15,7 +15,7 @@ ever a label.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -97,7 +97,6 @@ class Metrics:
         )
         self._live: _LiveState | None = None
 
-    # adapters call these ---------------------------------------------------------------------
     def observe_outcome(self, platform: str, outcome: Any) -> None:
         """Count one ``bot.service.Outcome`` (kind, reply, notice, latency_ms, secrets)."""
         platform = _label(platform)
@@ -120,7 +119,6 @@ class Metrics:
     def platform_error(self, platform: str, kind: str) -> None:
         self.errors.labels(_label(platform), _label(kind)).inc()
 
-    # the health server calls these ------------------------------------------------------------
     def track(self, health: Any | None = None, storage: Any | None = None) -> None:
         """Also export live state read at scrape time: platform connections and database faults."""
         if self._live is not None:
@@ -135,6 +133,3 @@ class Metrics:
     def value(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's current value (for tests and the stats command); None if never set."""
         return self.registry.get_sample_value(name, labels or {})
-
-    def names(self) -> Iterable[str]:
-        return [m.name for m in self.registry.collect()]

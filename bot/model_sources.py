@@ -58,8 +58,7 @@ def _checkpoint_size(folder: Path) -> int | None:
                 return total
         except ModelSourceError:
             pass
-    files = list(folder.glob("*.safetensors"))
-    return sum(f.stat().st_size for f in files) or None
+    return sum(f.stat().st_size for f in folder.glob("*.safetensors")) or None
 
 
 def from_config_path(path: Path) -> ResolvedModel:
@@ -110,10 +109,7 @@ def from_gguf(path: Path) -> ResolvedModel:
             value = _gguf_value(field)
         except (IndexError, ValueError, TypeError):
             continue
-        if name == "tokenizer.ggml.tokens":
-            meta["tokenizer.ggml.tokens.count"] = value
-        else:
-            meta[name] = value
+        meta["tokenizer.ggml.tokens.count" if name == "tokenizer.ggml.tokens" else name] = value
     size = path.stat().st_size
     file_type = _gguf_file_type(meta.get("general.file_type"))
     try:

@@ -1,7 +1,6 @@
 """The neutral reply model: what the bot says, before any platform formats it.
 
-Adapters render it (terminal Markdown, Discord embeds, Slack Block Kit); ``to_json`` gives the
-machine-readable form used by ``--json``.
+Adapters render it (terminal Markdown, Discord embeds, Slack Block Kit).
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ ReplyKind = Literal["diagnosis", "vram", "match", "no_finding", "error", "help",
 
 @dataclass
 class Fact:
-    """A labelled number or name in a reply, and where it came from."""
-
     label: str
     value: str
     source: Source = "computed"
@@ -24,8 +21,6 @@ class Fact:
 
 @dataclass
 class Fix:
-    """One copy-paste fix for one engine."""
-
     engine: str  # vllm | llama.cpp | ollama | sglang | any
     change: str  # what changes, in a few words
     command: str  # the full copy-paste text; "" for an action with no command (a value only the user has)
@@ -38,8 +33,6 @@ class Fix:
 
 @dataclass
 class MemorySegment:
-    """One part of a GPU's memory in a reply's picture."""
-
     label: str  # weights | activations | graphs | kv | other | free
     gib: float
     source: Source = "estimated"
@@ -57,18 +50,13 @@ class MemoryPicture:
 
 @dataclass
 class Section:
-    """A titled block of a reply: prose, bullets, facts or verbatim log lines."""
-
     heading: str
     body: str = ""  # Markdown-light text: paragraphs and "- " bullets
     facts: list[Fact] = field(default_factory=list)
-    code: bool = False  # body is verbatim text (log lines): render it monospace
 
 
 @dataclass
 class Reply:
-    """The platform-neutral answer: cause, sections, fixes and memory picture."""
-
     kind: ReplyKind
     title: str
     summary: str = ""  # the root cause in two or three sentences

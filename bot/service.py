@@ -136,13 +136,11 @@ class GardenService:
 
     def _throttle(self, msg: IncomingMessage) -> Outcome | None:
         """A throttled outcome (with one notice per user per window when addressed), or None."""
-        user_verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
-        if user_verdict.allowed:
+        verdict = self.user_limiter.check(f"{msg.platform}:{msg.user_id}")
+        if verdict.allowed:
             verdict = self.channel_limiter.check(f"{msg.platform}:{msg.channel_id}")
-            if verdict.allowed:
-                return None
-        else:
-            verdict = user_verdict
+        if verdict.allowed:
+            return None
         notice = None
         if verdict.notify and msg.addressed and not self.noticed.seen(f"{msg.platform}:{msg.user_id}"):
             notice = (
@@ -167,7 +165,6 @@ class GardenService:
             self.events.forget(f"{msg.platform}:event:{event_id}")
 
     def platform_error(self, platform: str, kind: str) -> None:
-        """A platform call failed (send, edit, delete, download, ...): counted on /metrics."""
         if self.metrics is not None:
             self.metrics.platform_error(platform, kind)
 
@@ -175,8 +172,7 @@ class GardenService:
         kinds: list[str] = []
         if msg.command is not None:
             # a command's options are user text too (/vram echoes an unknown model name back)
-            msg, found = _redact_command(msg)
-            kinds += found
+            msg, kinds = _redact_command(msg)
         if msg.command is not None and msg.command.name.lower() != "triage":
             reply = self.bot.handle(msg)
         else:

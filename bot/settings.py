@@ -67,8 +67,6 @@ class Limits(Checked):
 
 @dataclass
 class DiscordSettings(Checked):
-    """The Discord bot's token and where and how it answers."""
-
     token: Secret | None = None
     channels: CommaList = field(default_factory=list)  # channel ids where pasted errors are read passively
     passive: bool = True  # answer errors in enabled channels without a mention
@@ -81,8 +79,6 @@ class DiscordSettings(Checked):
 
 @dataclass
 class SlackSettings(Checked):
-    """The Slack app's tokens and where and how it answers."""
-
     bot_token: Secret | None = None
     app_token: Secret | None = None
     signing_secret: Secret | None = None

@@ -105,10 +105,8 @@ def _launcher_len(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[1] in ("serve", "run", "create", "pull"):
         return 2
     if argv and argv[0].rsplit("/", 1)[-1].startswith("python"):
-        i = 1
-        while i < len(argv) and argv[i] != "-m":
-            i += 1
-        return min(len(argv), i + 2)
+        module = argv.index("-m", 1) if "-m" in argv[1:] else len(argv)
+        return min(len(argv), module + 2)
     return 1
 
 
@@ -139,13 +137,6 @@ def _joined(lines: list[str], start: int) -> str:
     return text
 
 
-def _split(text: str) -> list[str] | None:
-    try:
-        return shlex.split(text.replace("\\", "/"), posix=True)  # Windows paths: C:\\m\\x.gguf
-    except ValueError:  # an unclosed quote: the paste cut the command
-        return None
-
-
 def _from_line(text: str, line_no: int) -> Command | None:
     m = _COMMAND_START.search(text)
     if m is None:
@@ -153,7 +144,10 @@ def _from_line(text: str, line_no: int) -> Command | None:
     body = m.group(1)
     if m.group(0).startswith("`") and body.endswith("`"):  # the closing backtick of inline code
         body = body[:-1]
-    tokens = _split(body)
+    try:
+        tokens = shlex.split(body.replace("\\", "/"), posix=True)  # Windows paths: C:\\m\\x.gguf
+    except ValueError:  # an unclosed quote: the paste cut the command
+        return None
     if not tokens:
         return None
     env: list[str] = []
@@ -221,9 +215,7 @@ def find_command(text: str) -> Command | None:
     for m in _COMMAND_START.finditer(data):
         line_no, pos = line_no + data.count(b"\n", pos, m.start()), m.start()
         lines = lines or text.split("\n")
-        command = _from_line(_joined(lines, line_no)[:MAX_COMMAND_CHARS], line_no)
-        if command is not None:
-            found = command
+        found = _from_line(_joined(lines, line_no)[:MAX_COMMAND_CHARS], line_no) or found
     return found or _python_call(text)
 
 

@@ -5,6 +5,7 @@ estimated, computed, default) so replies can say where each number came from.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,15 +99,9 @@ class Situation:
     settings: dict[str, Sourced]
     params: dict[str, Any]
     context: dict[str, Any]
-    text: str
     notes: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
     engine_mode: str | None = None  # vLLM "v0" / "v1" when a marker proves it (knowledge/features.yaml)
     spec: SpecDecode | None = None  # vLLM's speculative config as the paste shows it (its drafter's KV)
-
-    @property
-    def interface(self) -> str:
-        return self.command.interface if self.command else "cli"
 
     def setting(self, name: str) -> Any:
         s = self.settings.get(name)
@@ -114,9 +109,7 @@ class Situation:
 
     def get(self, name: str, default: Any = None) -> Any:
         """A number the paste printed (any finding's capture, then the context)."""
-        if name in self.params:
-            return self.params[name]
-        return self.context.get(name, default)
+        return self.params[name] if name in self.params else self.context.get(name, default)
 
 
 def _version(
@@ -149,8 +142,7 @@ def _version(
     if by_date:
         return by_date
     if root.versions:
-        bound = root.versions.lstrip("<>=")
-        v = parse_version(bound)
+        v = parse_version(root.versions.lstrip("<>="))
         if root.versions.startswith("<") and not root.versions.startswith("<="):
             v = _before(v)
         return v, Sourced(root.versions, "estimated", "from the error's wording")
@@ -164,18 +156,11 @@ def _before(v: Version | None) -> Version | None:
     return (major, max(0, minor - 1), 99) if minor else (max(0, major - 1), 99, 99)
 
 
-def _engine_of(detection: Detection, root: Finding, command: Command | None) -> str:
-    if root.engine in ("custom", "pytorch") and command is not None:
-        return command.engine
-    return root.engine
-
-
 def _read_gpus(detection: Detection, text: str) -> Gpus:
     ctx = detection.context
     gpus = Gpus()
-    name = ctx.get("gpu")
     mentions = gpu_mentions(text)
-    if name:
+    if name := ctx.get("gpu"):
         gpus.name = Sourced(str(name), "log")
     for m in mentions:
         if gpus.name is None and m.name:
@@ -189,9 +174,8 @@ def _read_gpus(detection: Detection, text: str) -> Gpus:
     if ctx.get("gpu_total_gib"):
         gpus.per_device_gib = Sourced(float(ctx.get("gpu_total_gib")), "log")
     if gpus.name is not None:
-        query = str(gpus.name.value)
         size = next((m.memory_gib for m in mentions if m.where == "your words" and m.memory_gib), None)
-        gpus.gpu, gpus.note = _resolve_gpu(query, size)
+        gpus.gpu, gpus.note = _resolve_gpu(str(gpus.name.value), size)
     if gpus.per_device_gib is None and gpus.gpu is not None:
         gpus.per_device_gib = Sourced(round(gpus.gpu.total_gib, 2), "catalog", gpus.gpu.name)
     gpus.backend = gpu_backend(text, gpus.gpu.vendor if gpus.gpu else None)
@@ -204,8 +188,7 @@ def _resolve_gpu(query: str, size_gb: float | None) -> tuple[GPU | None, str]:
             return resolve_gpu(q), ""
         except NameNotFound as exc:
             if exc.ambiguous and exc.candidates:
-                note = f"{query} could be {', '.join(exc.candidates[:3])}: the numbers assume nothing about which"
-                last = note
+                last = f"{query} could be {', '.join(exc.candidates[:3])}: the numbers assume nothing about which"
                 continue
             last = f"the GPU {query} is not in my catalog"
     return None, last
@@ -244,10 +227,8 @@ def _model(name: str | None, notes: list[str], text: str) -> ModelMatch | None:
     """The catalog entry for the model the paste names; else the geometry its own log prints."""
     found: ModelMatch | None = None
     if name:
-        try:
+        with suppress(NameNotFound):
             found = resolve_pasted_model(name)
-        except NameNotFound:
-            found = None
     if found is None:
         from bot.model_sources import from_paste
 
@@ -303,16 +284,12 @@ def _setting_value(setting: str, raw: str) -> Any:
 _QUERY_FLAGS = frozenset({"--list-devices", "--version", "--help", "-h"})
 
 
-def _launch_command(command: Command | None) -> Command | None:
-    if command is None or any(tok.partition("=")[0] in _QUERY_FLAGS for tok in command.argv):
-        return None
-    return command
-
-
 def read(detection: Detection, root: Finding) -> Situation:
     text = detection.normalized.views[0].text
-    command = _launch_command(find_command(text))
-    engine = _engine_of(detection, root, command)
+    command = find_command(text)
+    if command is not None and any(tok.partition("=")[0] in _QUERY_FLAGS for tok in command.argv):
+        command = None
+    engine = command.engine if command is not None and root.engine in ("custom", "pytorch") else root.engine
     notes: list[str] = []
     context = safe_fields(dict(detection.context.fields))  # a GPU name or model id that is not one stays out
     params: dict[str, Any] = dict(root.params)
@@ -323,8 +300,7 @@ def read(detection: Detection, root: Finding) -> Situation:
     model_name = context.get("model")
     if command is not None and command.engine == engine:
         spelled = command.flag(*spellings(engine, SETTING_FLAGS.get(engine, {}).get("model", "--model")))
-        positional = _positional_model(command)
-        model_name = spelled or positional or model_name
+        model_name = spelled or _positional_model(command) or model_name
     model = _model(str(model_name) if model_name else None, notes, text)
     version, version_src = _version(detection, root, engine, text)
     gpus = _read_gpus(detection, text)
@@ -350,9 +326,7 @@ def read(detection: Detection, root: Finding) -> Situation:
         settings=_settings(engine, command, context),
         params=params,
         context=context,
-        text=text,
         notes=notes,
-        findings=list(detection.findings),
         engine_mode=engine_mode(engine, text),
         spec=spec,
     )

@@ -85,13 +85,6 @@ MIGRATIONS = (
 )
 
 
-def _migrate(conn: sqlite3.Connection) -> None:
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(replies)")}
-    for name, sql in MIGRATIONS:
-        if name not in columns:
-            conn.execute(sql)
-
-
 def user_hash(platform: str, user_id: str) -> str:
     """Votes are stored against a hash, not the platform's user id."""
     return hashlib.sha256(f"{platform}:{user_id}".encode()).hexdigest()[:16]
@@ -131,7 +124,10 @@ class Storage:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=2000")
             conn.executescript(SCHEMA)
-            _migrate(conn)
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(replies)")}
+            for name, sql in MIGRATIONS:
+                if name not in columns:
+                    conn.execute(sql)
             self._conn = conn
         return self._conn
 
@@ -187,7 +183,6 @@ class Storage:
     def healthy(self) -> bool:
         return self._run("health check", "SELECT 1") is not None
 
-    # replies -----------------------------------------------------------------------------------
     def reply_for(self, platform: str, source_id: str) -> str | None:
         """The id of our reply to a message, if we answered it ("" when answered without an id)."""
         sql = "SELECT reply_id FROM replies WHERE platform=? AND source_id=?"
@@ -230,7 +225,6 @@ class Storage:
             (platform, source_id, reply_id, signature, category, self.clock()),
         )
 
-    # feedback ----------------------------------------------------------------------------------
     def record_feedback(
         self, platform: str, reply_key: str, user_id: str, signature: str | None, helpful: bool
     ) -> bool:
@@ -254,7 +248,6 @@ class Storage:
         row = self._run("feedback read", sql, (signature,), "one")
         return (int(row[0] or 0), int(row[1] or 0)) if row is not None else (0, 0)
 
-    # details -----------------------------------------------------------------------------------
     def record_details(self, platform: str, reply_key: str, markdown: str, chart: bytes | None) -> bool:
         """Keep the full answer (bounded) for ``reply_key``; prune this platform to the newest rows."""
         text = bounded(markdown)
@@ -280,7 +273,6 @@ class Storage:
         row = self._run("details read", sql, (platform, reply_key), "one")
         return None if row is None else StoredDetails(row[0], bytes(row[1]) if row[1] else None)
 
-    # events and stats --------------------------------------------------------------------------
     def record_event(
         self,
         platform: str,

@@ -156,15 +156,11 @@ def vram_reply(result: VramResult) -> Reply:
     where = f"{label} on {gpus}{result.gpu_name} ({engine})"
     if result.fits:
         title = f"{where}: fits, {fmt_tokens(result.max_model_len)} tokens of context"
+        many = f" or about {result.max_concurrency:g} requests of {fmt_tokens(result.max_model_len)}"
         summary = (
             f"The weights take {result.weights_gib:.1f} GiB per GPU; the KV cache gets {result.kv_cache_gib:.2f} GiB, "
             f"room for {fmt_tokens(result.max_model_len_fit)} tokens in one request"
-            + (
-                f" or about {result.max_concurrency:g} requests of {fmt_tokens(result.max_model_len)}"
-                if result.max_concurrency >= 1
-                else ""
-            )
-            + "."
+            f"{many if result.max_concurrency >= 1 else ''}."
         )
     elif result.max_model_len_fit > 0:
         title = f"{where}: {fmt_tokens(result.max_model_len)} tokens do not fit; {fmt_tokens(result.max_model_len_fit)} do"
@@ -274,12 +270,11 @@ def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_looku
         engine=engine,
         kv_cache_dtype=str(fields.get("kv_cache_dtype", "auto")),
     )
-    label = match.label
     want = context or min(derived_max_model_len(match.model), DEFAULT_CONTEXT)
     if not options:
         return Reply(
             kind="match",
-            title=f"No GPU setup in my catalog serves {label} at {fmt_tokens(want)} tokens",
+            title=f"No GPU setup in my catalog serves {match.label} at {fmt_tokens(want)} tokens",
             summary="Try a smaller quantization, a shorter context, or more GPUs with pipeline parallelism.",
         )
     lines = []
@@ -296,7 +291,7 @@ def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_looku
     best = options[0]
     return Reply(
         kind="match",
-        title=f"GPUs that serve {label} at {fmt_tokens(want)} tokens ({ENGINE_LABEL[engine]})",
+        title=f"GPUs that serve {match.label} at {fmt_tokens(want)} tokens ({ENGINE_LABEL[engine]})",
         summary="Single cards first, then multi-GPU setups, least memory first.",
         sections=[Section("Options", body="\n".join(lines))],
         fixes=[Fix(engine, f"on {best.gpu.name}", best.result.command, "the first option above", rank=0)],

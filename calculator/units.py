@@ -57,6 +57,12 @@ def round_down_clean(tokens: int) -> int:
     return max(step, (tokens // step) * step)
 
 
+def round_up_clean(tokens: int) -> int:
+    """Round a token count up to a multiple of 1024 (of 256 up to 4096), as a person would type it."""
+    step = 1024 if tokens > 4096 else 256
+    return (tokens + step - 1) // step * step
+
+
 def fmt_tokens(n: int | float | None) -> str:
     """``131,072``; a number the paste did not give (or gave absurdly, so it was dropped) reads ``?``."""
     if n is None or (isinstance(n, float) and not math.isfinite(n)):

@@ -138,6 +138,20 @@ def default_batching(gpu_total_gib: float, gpu_id: str, v0: bool, max_model_len:
     return int(DEFAULT_BATCHING[-1]["max_num_seqs"]), int(DEFAULT_BATCHING[-1]["max_num_batched_tokens"])
 
 
+def valid_tp_sizes(heads: int, kv_heads: int | None, limit: int, widths: tuple[int, ...] = ()) -> list[int]:
+    """The tensor-parallel sizes up to ``limit`` vLLM accepts: heads % tp == 0; KV heads split
+    (kv % tp == 0) or replicate (tp % kv == 0); and the column-parallel MLP width splits evenly
+    (MergedColumnParallelLinear's divide)."""
+    out = []
+    for tp in range(1, limit + 1):
+        if heads % tp or any(w % tp for w in widths):
+            continue
+        if kv_heads and ((kv_heads >= tp and kv_heads % tp) or (kv_heads < tp and tp % kv_heads)):
+            continue
+        out.append(tp)
+    return out
+
+
 def _round_up(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 

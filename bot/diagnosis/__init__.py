@@ -21,25 +21,18 @@ from bot.situation import Situation, read
 
 Form = Callable[[Situation], Reply]
 
-FORM_OF_CATEGORY: dict[str, str] = {
-    "kv_cache_too_small": "capacity_short",
-    "kv_alloc_failed": "capacity_short",
-    "context_exceeded": "capacity_short",
-    "batched_tokens_too_small": "capacity_short",
-    "no_kv_memory": "budget_over",
-    "gpu_oom": "budget_over",
-    "host_memory": "budget_over",
-    "gpu_memory_in_use": "budget_over",
-    "dtype_unsupported": "capability_below",
-    "quantization_unsupported": "capability_below",
-    "gpu_unsupported": "capability_below",
-    "kv_quant_needs_flash_attn": "capability_below",
-    "tp_divisibility": "constraint_violated",
-    "max_len_exceeds_model": "constraint_violated",
-    "invalid_argument": "constraint_violated",
-    "memory_report": "report",
-    "runner_crashed": "wrapper",
-}
+# the categories each form answers (any other category: advice)
+CATEGORIES_OF_FORM: dict[str, tuple[str, ...]] = {
+    "capacity_short": ("kv_cache_too_small", "kv_alloc_failed", "context_exceeded",
+                       "batched_tokens_too_small"),
+    "budget_over": ("no_kv_memory", "gpu_oom", "host_memory", "gpu_memory_in_use"),
+    "capability_below": ("dtype_unsupported", "quantization_unsupported", "gpu_unsupported",
+                         "kv_quant_needs_flash_attn"),
+    "constraint_violated": ("tp_divisibility", "max_len_exceeds_model", "invalid_argument"),
+    "report": ("memory_report",),
+    "wrapper": ("runner_crashed",),
+}  # fmt: skip
+FORM_OF_CATEGORY = {category: form for form, names in CATEGORIES_OF_FORM.items() for category in names}
 FORMS: dict[str, Form] = {
     "capacity_short": capacity_short,
     "budget_over": budget_over,
@@ -50,37 +43,28 @@ FORMS: dict[str, Form] = {
 }
 
 
-def form_of(category: str, declared: str | None = None) -> str:
-    return declared or FORM_OF_CATEGORY.get(category, "advice")
-
-
 def _inner(text: str, depth: int) -> Reply | None:
     from bot.detector import detect
 
     found = detect(text)
     if found.root is None or found.root.category == "runner_crashed":
         return None
-    return _diagnose(found, depth)
+    return diagnose(found, depth)
 
 
-def _diagnose(detection: Detection, depth: int = 0) -> Reply | None:
+def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     root = detection.root
     if root is None:
         return None
     situation = read(detection, root)
-    name = form_of(root.category, root.form)
+    name = root.form or FORM_OF_CATEGORY.get(root.category, "advice")
     result = wrapper(situation, _inner, depth) if name == "wrapper" else FORMS[name](situation)
     result.signature = root.signature
     result.category = root.category
     result.engine = situation.engine
-    others = [f for f in detection.findings[1:] if f.severity != "info"]
-    if others:
+    if others := [f for f in detection.findings[1:] if f.severity != "info"]:
         result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
     return result
-
-
-def diagnose(detection: Detection) -> Reply | None:
-    return _diagnose(detection)
 
 
 def fallback_reply(root: Finding) -> Reply:

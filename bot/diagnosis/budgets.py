@@ -21,11 +21,8 @@ def plan_in_force(situation: Situation) -> Plan:
     if engine in ("llama.cpp", "ollama"):
         ctk = st("cache_type_k") or "f16"
         kv = ctk if ctk in LLAMACPP_KV_BYTES else "f16"
-    max_len = st("max_len") or _int(situation.get("max_model_len") if engine == "vllm" else None)
-    if engine == "sglang":
-        max_len = st("max_len") or _int(situation.get("context_length"))
-    if engine in ("llama.cpp", "ollama"):
-        max_len = st("max_len") or _int(situation.get("n_ctx"))
+    logged = {"vllm": "max_model_len", "sglang": "context_length", "llama.cpp": "n_ctx", "ollama": "n_ctx"}
+    max_len = st("max_len") or _int(situation.get(logged.get(engine, "")))  # the context the log printed
     util = st("util") or situation.get("gpu_memory_utilization") or situation.get("mem_fraction_static")
     fa = st("flash_attn")
     return Plan(

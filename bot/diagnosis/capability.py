@@ -28,8 +28,7 @@ def _cc(situation: Situation) -> float | None:
     cc = situation.get("compute_capability")
     if cc is not None:
         return float(cc)
-    gpu = situation.gpus.gpu
-    return gpu.cc if gpu is not None else None
+    return situation.gpus.gpu.cc if situation.gpus.gpu is not None else None
 
 
 def _quant_fixes(situation: Situation, method: str) -> list[Fix]:
@@ -130,36 +129,27 @@ def quantization(situation: Situation) -> Reply:
     method = _QUANT_ALIASES.get(raw.lower(), raw.lower())
     cc = _cc(situation)
     need = situation.get("min_capability") or quant_min_capability(method, situation.version)
-    title = (
-        f"vLLM: {method or 'this quantization'} needs compute capability {need:.1f}, this GPU has {cc:.1f}"
-        if need and cc
-        else situation.root.title
-    )
-    key = (
-        f"The {method or 'quantization'} kernels need compute capability {need:.1f}; this GPU has {cc:.1f}."
-        if need and cc
-        else None
-    )
+    title, key = situation.root.title, None
+    if need and cc:
+        needs, has = f"compute capability {need:.1f}", f"this GPU has {cc:.1f}"
+        title = f"vLLM: {method or 'this quantization'} needs {needs}, {has}"
+        key = f"The {method or 'quantization'} kernels need {needs}; {has}."
     fixes = _quant_fixes(situation, method)
     if cc is not None:
         fixes = _kernel_fixes(situation, method, cc) + fixes
         fixes += _upgrade_fixes(situation, method, cc, float(need)) if need else []
         fixes += [] if fixes else _format_fixes(situation, method, cc)
-    extra = [] if fixes else [hardware(situation, None)]
-    return reply(situation, title, key, fixes, extra=extra)
+    return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 
 def bf16(situation: Situation) -> Reply:
     cc = _cc(situation)
     name = situation.gpus.gpu.name if situation.gpus.gpu else (situation.get("gpu") or "this GPU")
-    title = (
-        f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}" if cc else situation.root.title
-    )
-    key = (
-        f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16." if cc else None
-    )
-    fixes = env_fixes(situation, situation.root.remedies, "vllm")
-    return reply(situation, title, key, fixes)
+    title, key = situation.root.title, None
+    if cc:
+        title = f"vLLM: bfloat16 needs compute capability 8.0, {name} has {cc:.1f}"
+        key = f"{name} (compute capability {cc:.1f}) has no bfloat16; load the weights in float16."
+    return reply(situation, title, key, env_fixes(situation, situation.root.remedies, "vllm"))
 
 
 def flash_attn_needed(situation: Situation) -> Reply:
@@ -185,7 +175,6 @@ def capability_below(situation: Situation) -> Reply:
         return bf16(situation)
     if category == "kv_quant_needs_flash_attn":
         return flash_attn_needed(situation)
-    title = situation.root.title
     fixes = env_fixes(situation, situation.root.remedies, situation.engine)
     extra = [] if fixes else [hardware(situation, None)]
-    return reply(situation, title, cause(situation), fixes, None, extra=extra)
+    return reply(situation, situation.root.title, cause(situation), fixes, extra=extra)

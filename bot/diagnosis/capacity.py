@@ -7,6 +7,8 @@ numbers; every fix is a plan recomputed on the engine's budget.
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.commands import user_command
 from bot.diagnosis.fixes import Candidate, Goal, available, candidates, to_fixes
@@ -22,7 +24,7 @@ from bot.diagnosis.parts import (
 from bot.formatter import ENGINE_LABEL
 from bot.reply import Fix, Reply
 from bot.situation import Situation
-from calculator.units import fmt_tokens
+from calculator.units import fmt_tokens, round_up_clean
 from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
 from knowledge.levers import lever, lever_for
@@ -32,29 +34,21 @@ def _name(engine: str) -> str:
     return ENGINE_LABEL.get(engine, engine)
 
 
-def _wanted(situation: Situation, plan_len: int | None) -> int | None:
-    for key in ("max_model_len", "n_ctx", "context_length", "max_total_tokens"):
-        value = situation.params.get(key)
-        if value:
-            return int(value)
-    return plan_len
-
-
-def _logged_fit(situation: Situation) -> int | None:
-    for key in ("estimated_max_model_len", "kv_tokens"):
-        if situation.params.get(key):
-            return int(situation.params[key])
-    return None
+def _first(situation: Situation, *keys: str) -> Any:
+    """The first of these numbers the paste printed (a zero counts as not printed)."""
+    return next((situation.params[k] for k in keys if situation.params.get(k)), None)
 
 
 def kv_short(situation: Situation) -> Reply:
     budget = budget_for(situation)
     plan0 = budget.plan0 if budget else None
-    want = _wanted(situation, plan0.max_len if plan0 else None)
+    asked = _first(situation, "max_model_len", "n_ctx", "context_length", "max_total_tokens")
+    want = int(asked) if asked else (plan0.max_len if plan0 else None)
     if budget is not None and want and plan0 is not None and plan0.max_len != want:
         budget.plan0 = plan0 = plan0.with_(max_len=want)
     out0 = budget.estimate.evaluate(plan0) if budget and plan0 else None
-    fit = _logged_fit(situation) or (out0.fit_len if out0 else None)
+    logged = _first(situation, "estimated_max_model_len", "kv_tokens")
+    fit = int(logged) if logged else (out0.fit_len if out0 else None)
     engine = _name(situation.engine)
     title = f"{engine}: the KV cache holds {fmt_tokens(fit)} tokens, the context asks for {fmt_tokens(want)}"
     if fit is None or want is None:
@@ -114,13 +108,8 @@ def _key_point(
 
 def request_too_long(situation: Situation) -> Reply:
     p = situation.params
-    limit = (
-        p.get("prompt_limit")  # the limit the error printed, before the server's settings
-        or p.get("max_model_len")
-        or p.get("n_ctx")
-        or p.get("context_length")
-        or p.get("max_total_tokens")
-    )
+    # the limit the error printed, before the server's settings
+    limit = _first(situation, "prompt_limit", "max_model_len", "n_ctx", "context_length", "max_total_tokens")
     prompt = p.get("prompt_tokens")
     asked = p.get("requested_tokens") or ((prompt or 0) + (p.get("max_tokens") or 0)) or None
     engine = _name(situation.engine)
@@ -143,22 +132,22 @@ def request_too_long(situation: Situation) -> Reply:
         goal = Goal(length=int(asked), may_shorten=False)
         context_levers = ["max_model_len", "ctx_size", "ollama_context_length", "context_length"]
         found = [c for c in candidates(situation, budget, context_levers, goal) if c.serves_goal]
-        plan = budget.plan0.with_(max_len=_round_up(int(asked)))
+        plan = budget.plan0.with_(max_len=round_up_clean(int(asked)))
         out = budget.estimate.evaluate(plan)
         if out is not None and out.starts:
             found = [Candidate([lever("cap_context")], plan, out, True), *found]
         fixes += to_fixes(situation, budget, found, goal, limit=1)
     if asked and not any(f.engine == situation.engine for f in fixes):
-        fixes += _fitted_context(situation, _round_up(int(asked)))
+        fixes += _fitted_context(situation, round_up_clean(int(asked)))
     if asked and limit and not prompt and asked > limit:  # the request's split is not shown: all of it
         fixes.append(Fix("any", f"send at most {fmt_tokens(limit)} tokens in one request", "",
                          f"the request is {fmt_tokens(int(asked) - int(limit))} tokens over what the server holds",
                          "a shorter prompt or answer", 3, {"kind": "request", "max_request_tokens": int(limit)}))  # fmt: skip
-    key: str | None = (
+    key = (
         f"The request is {fmt_tokens(asked)} tokens; the server was started with room for {fmt_tokens(limit)}."
+        if asked and limit
+        else None
     )
-    if not asked or not limit:
-        key = None
     fixes += advice_fixes(situation, situation.root.remedies)
     return reply(situation, title, key, fixes)
 
@@ -181,11 +170,6 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
                     "Ollama places the layers so the context fits" + bound, "slower generation if layers move to the CPU", 2,
                     {**check, "needs": "Ollama 0.5.13 or newer"})]  # fmt: skip
     return []
-
-
-def _round_up(tokens: int) -> int:
-    step = 1024 if tokens > 4096 else 256
-    return (tokens + step - 1) // step * step
 
 
 def batch_short(situation: Situation) -> Reply:
@@ -214,22 +198,18 @@ def state_blocks(situation: Situation) -> Reply:
     """A hybrid model's state blocks (one per running sequence) fewer than max_num_seqs."""
     seqs = situation.params.get("max_num_seqs")
     blocks = situation.params.get("mamba_blocks")
-    known = seqs is not None and blocks is not None
-    title = (
-        f"vLLM: {fmt_tokens(blocks)} state blocks, max_num_seqs asks for {fmt_tokens(seqs)}"
-        if known
-        else situation.root.title
-    )
+    title, key = situation.root.title, None
+    if seqs is not None and blocks is not None:
+        title = f"vLLM: {fmt_tokens(blocks)} state blocks, max_num_seqs asks for {fmt_tokens(seqs)}"
+        key = (
+            f"Each running sequence needs one state block; {fmt_tokens(blocks)} fit, "
+            f"max_num_seqs is {fmt_tokens(seqs)}."
+        )
     fixes: list[Fix] = []
     if seqs is not None and blocks is not None and 1 <= int(blocks) < int(seqs):
         command = user_command(situation, "vllm", {"--max-num-seqs": str(int(blocks))})
         fixes.append(Fix("vllm", f"run at most {int(blocks)} sequences", command, "one state block per sequence fits",
                          "fewer concurrent requests", 1, {"starts": True, "max_num_seqs": int(blocks)}))  # fmt: skip
-    key = (
-        f"Each running sequence needs one state block; {fmt_tokens(blocks)} fit, max_num_seqs is {fmt_tokens(seqs)}."
-        if known
-        else None
-    )
     fixes += advice_fixes(situation, situation.root.remedies)
     return reply(situation, title, key, fixes)
 

@@ -125,11 +125,9 @@ def _ollama(situation: Situation, env: dict[str, str], params: dict[str, str]) -
         params.pop("num_ctx", None)
     if env:
         lines.append(" ".join(f"{k}={v}" for k, v in env.items()) + " ollama serve")
-    if params:
+    if params or tag != "<model>":
         lines.append(f"ollama run {tag}")
-        lines += [f">>> /set parameter {k} {v}" for k, v in params.items()]
-    elif tag != "<model>":
-        lines.append(f"ollama run {tag}")
+    lines += [f">>> /set parameter {k} {v}" for k, v in params.items()]
     return "\n".join(lines)
 
 
@@ -158,10 +156,9 @@ def as_addition(fix: Fix) -> Fix:
         return fix
     head, _, tail = fix.command.partition(mark)
     env = " ".join(t for t in head.split() if "=" in t and not t.startswith("-"))
-    said = " and ".join(
-        [*([f"set `{env}`"] if env else []), *([f"add `{tail.strip()}`"] if tail.strip() else [])]
-    )
+    tail = tail.strip()
+    said = " and ".join([*([f"set `{env}`"] if env else []), *([f"add `{tail}`"] if tail else [])])
     where = ENGINE_LABEL.get(fix.engine, fix.engine)
     fix.change = f"{fix.change} ({said} to your {where} command)" if said else fix.change
-    fix.command, fix.adds = "", f"{env} {tail.strip()}".strip()
+    fix.command, fix.adds = "", f"{env} {tail}".strip()
     return fix

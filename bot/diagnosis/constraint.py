@@ -10,19 +10,7 @@ from bot.diagnosis.parts import cause, env_fixes, reply
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens
-
-
-def _valid_tp(heads: int, kv_heads: int | None, limit: int, widths: tuple[int, ...] = ()) -> list[int]:
-    """vLLM's rules: heads % tp == 0; KV heads split (kv % tp == 0) or replicate (tp % kv == 0); and the
-    column-parallel MLP width splits evenly (MergedColumnParallelLinear's divide)."""
-    out = []
-    for tp in range(1, limit + 1):
-        if heads % tp or any(w % tp for w in widths):
-            continue
-        if kv_heads and ((kv_heads >= tp and kv_heads % tp) or (kv_heads < tp and tp % kv_heads)):
-            continue
-        out.append(tp)
-    return out
+from calculator.vllm import valid_tp_sizes
 
 
 def tp_sizes(situation: Situation) -> Reply:
@@ -40,13 +28,12 @@ def tp_sizes(situation: Situation) -> Reply:
     if heads:
         gpus = max(situation.gpus.n, int(tp or 1))
         widths = tuple(w for w in ((model.intermediate_size,) if model is not None else ()) if w)
-        valid = _valid_tp(int(heads), kv, gpus, widths)
+        valid = valid_tp_sizes(int(heads), kv, gpus, widths)
         budget = budget_for(situation)
         # KV heads unknown: a power of two is the size most likely to divide them too
         pick = [v for v in valid if v > 1 and (kv is not None or v & (v - 1) == 0)]
         for size in sorted(pick, reverse=True)[:1]:
-            plan = budget.plan0.with_(tp=size) if budget else None
-            out = budget.estimate.evaluate(plan) if budget and plan else None
+            out = budget.estimate.evaluate(budget.plan0.with_(tp=size)) if budget else None
             if out is not None and not out.starts:
                 continue  # the budget says it would not fit on that many GPUs
             command = user_command(situation, "vllm", {"--tensor-parallel-size": str(size)})

@@ -34,8 +34,6 @@ class Goal:
 
 @dataclass
 class Candidate:
-    """A set of levers, the plan they give and whether that plan starts and serves."""
-
     levers: list[Lever]
     plan: Plan
     outcome: Outcome
@@ -49,13 +47,12 @@ def available(lever: Lever, engine: str, situation: Situation) -> bool:
     for feature_id in spelling.requires:
         if supports(situation.version, feature_id, situation.fork) is False:
             return False
-    if spelling.hardware == "fp8_kv":
-        gpu = situation.gpus.gpu
-        cc = situation.get("compute_capability")
-        if gpu is not None:
-            return gpu.fp8_kv_cache
-        return cc is None or float(cc) >= 8.9  # unknown GPU: offered with the hardware it needs
-    return True
+    if spelling.hardware != "fp8_kv":
+        return True
+    if situation.gpus.gpu is not None:
+        return situation.gpus.gpu.fp8_kv_cache
+    cc = situation.get("compute_capability")
+    return cc is None or float(cc) >= 8.9  # unknown GPU: offered with the hardware it needs
 
 
 def _evaluate(budget: Budget, plan: Plan) -> Outcome | None:
@@ -67,8 +64,9 @@ def _evaluate(budget: Budget, plan: Plan) -> Outcome | None:
 
 # -- how each knob moves a plan (one proposal per lever; None: nothing sensible to try) ---------
 def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None:
-    total = budget.estimate.total() if hasattr(budget.estimate, "total") else None
-    current = plan.util or _default_util(budget)
+    est = budget.estimate
+    total = est.total() if hasattr(est, "total") else None
+    current = plan.util or (est.default_util() if hasattr(est, "default_util") else 0.9)
     if raise_it:
         top = MAX_UTIL
         if goal.free_gib is not None and total:
@@ -84,11 +82,6 @@ def _util(budget: Budget, plan: Plan, goal: Goal, raise_it: bool) -> Plan | None
     return plan.with_(util=lowered) if 0.05 <= lowered < current else None
 
 
-def _default_util(budget: Budget) -> float:
-    est = budget.estimate
-    return est.default_util() if hasattr(est, "default_util") else 0.9
-
-
 def _tp(plan: Plan, situation: Situation) -> Plan | None:
     model = situation.model.model if situation.model else None
     heads = model.num_attention_heads if model else situation.get("num_attention_heads")
@@ -99,10 +92,9 @@ def _tp(plan: Plan, situation: Situation) -> Plan | None:
 
 
 def _layers(budget: Budget, plan: Plan, situation: Situation) -> Plan | None:
-    model = situation.model.model if situation.model else None
-    if model is None:
+    if situation.model is None:
         return None
-    for layers in range(model.num_hidden_layers, 0, -1):
+    for layers in range(situation.model.model.num_hidden_layers, 0, -1):
         out = _evaluate(budget, plan.with_(gpu_layers=layers))
         if out is not None and out.starts:
             return plan.with_(gpu_layers=layers)
@@ -241,7 +233,6 @@ def _levers(remedies: list[str], engine: str, situation: Situation) -> list[Leve
     return seen
 
 
-# -- from candidates to printed fixes ------------------------------------------------------------
 def effect(c: Candidate, goal: Goal) -> str:
     out = c.outcome
     if c.serves_goal and goal.length:

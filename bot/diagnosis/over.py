@@ -189,20 +189,16 @@ def alloc_failed(situation: Situation) -> Reply:
 def host_short(situation: Situation) -> Reply:
     need = _gib(situation, "required_gib")
     have = _gib(situation, "available_gib")
-    title = (
-        f"Not enough system memory: needs {need:.1f} GiB, {have:.1f} GiB available"
-        if need and have
-        else "Not enough system memory"
-    )
-    key = (
-        f"The model needs {need:.1f} GiB of system RAM and {have:.1f} GiB is available: {need - have:.1f} GiB short."
-        if need and have
-        else None
-    )
+    title, key = "Not enough system memory", None
+    if need and have:
+        title += f": needs {need:.1f} GiB, {have:.1f} GiB available"
+        key = (
+            f"The model needs {need:.1f} GiB of system RAM and {have:.1f} GiB is available: "
+            f"{need - have:.1f} GiB short."
+        )
     fixes = advice_fixes(situation, [r for r in situation.root.remedies if r != "check_other_processes"])
-    budget = budget_for(situation)
     if situation.engine == "llama.cpp":
-        fixes = _verified(situation, budget) + fixes
+        fixes = _verified(situation, budget_for(situation)) + fixes
     return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 

@@ -102,13 +102,11 @@ def setup_facts(situation: Situation) -> list[Fact]:
         count = f"{g.n}x " if g.count and g.n > 1 else ""
         src = "user" if g.name and g.name.source == "user" else ("log" if g.name else "catalog")
         facts.append(Fact("GPU", count + name, _reply_source(src)))
-    memory = g.per_device_gib
-    if memory is not None:
+    if (memory := g.per_device_gib) is not None:
         facts.append(Fact("memory per GPU", f"{memory.value:.2f} GiB", _reply_source(memory.source)))
     if situation.model is not None:
         facts.append(Fact("model", situation.model.label, "catalog"))
-    version = situation.version_src
-    if version is not None:
+    if (version := situation.version_src) is not None:
         how = "" if version.source == "log" else f" ({version.how})"
         facts.append(
             Fact(f"{situation.engine} version", f"{version.value}{how}", _reply_source(version.source))

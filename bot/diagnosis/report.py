@@ -1,5 +1,5 @@
 """Report: an informational memory log (profiling lines, KV allocation, offload reports).  Not an
-error: the reply says what the numbers mean; fixes only when the numbers show a problem."""
+error: the reply says what the numbers mean, with no fix."""
 
 from __future__ import annotations
 
