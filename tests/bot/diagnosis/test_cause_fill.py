@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bot.detector import detect
+from bot.diagnosis import diagnose
 from bot.diagnosis.parts import fill
 
 
@@ -19,3 +21,16 @@ def test_every_number_present_keeps_every_sentence():
     assert fill(template, {"requested_tokens": 2059, "n_ctx": 2048}) == (
         "The request needs 2,059 tokens but a slot holds 2,048. Slots split -c."
     )
+
+
+def test_a_forced_ollama_num_gpu_is_told_to_go_and_an_unforced_layout_is_not():
+    forced = diagnose(
+        detect("Error: 500 Internal Server Error: memory layout cannot be allocated with num_gpu = 49")
+    )
+    assert forced is not None
+    assert forced.summary.endswith(
+        "Remove num_gpu 49 from the request options or the Modelfile (or send -1, its default), and Ollama "
+        "puts on the GPU only the layers that fit."
+    )
+    free = diagnose(detect("Error: 500 Internal Server Error: memory layout cannot be allocated"))
+    assert free is not None and "num_gpu" not in free.summary
