@@ -131,20 +131,26 @@ def torch_oom(situation: Situation) -> Reply:
     mine = _gib(situation, "this_process_gib", "allocated_gib")
     unalloc = _gib(situation, "reserved_unallocated_gib")
     other = _gib(situation, "other_process_gib")
+    api = situation.get("device_api") or "CUDA"  # PyTorch names its backend: CUDA, HIP, XPU, MUSA
     title = (
-        f"CUDA out of memory: tried {tried:.2f} GiB with {free:.2f} GiB free"
+        f"{api} out of memory: tried {tried:.2f} GiB with {free:.2f} GiB free"
         if tried is not None and free is not None
         else situation.root.title
     )
+    fits = tried is not None and free is not None and tried <= free
     parts = []
     if tried is not None:
         parts.append(f"PyTorch asked for {tried:.2f} GiB more")
     if free is not None and total is not None:
-        parts.append(f"only {free:.2f} of {total:.2f} GiB were free")
+        parts.append(f"{'' if fits else 'only '}{free:.2f} of {total:.2f} GiB were free")
     key = (", ".join(parts) + ".") if parts else None
     if key and tried is not None and total is not None and tried > total:
         key += f" That one allocation is larger than the whole GPU ({total:.2f} GiB): the batch or sequence is far too large for it."
     remedies = list(situation.root.remedies)
+    if key and fits:  # nothing else took the memory: another process is not the answer
+        key += (" The request fits in what was free, so this is no shortage: one allocation that large was "
+                "refused (a limit on a single allocation in the driver or runtime, or free memory in pieces).")  # fmt: skip
+        remedies = [r for r in remedies if r != "check_other_processes"]
     if key and unalloc is not None and tried is not None and unalloc >= FRAGMENTED * tried:
         key += f" {unalloc:.2f} GiB is reserved by PyTorch but unallocated: fragmentation."
     elif "expandable_segments" in remedies:

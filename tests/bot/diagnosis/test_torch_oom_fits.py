@@ -1,0 +1,34 @@
+"""A PyTorch out-of-memory whose request fits in what the message says was free is no shortage: the
+reply names the backend PyTorch names (CUDA, HIP, XPU) and does not send the user looking for another
+process."""
+
+from __future__ import annotations
+
+from bot.detector import detect
+from bot.diagnosis import diagnose
+
+# torch-xpu-ops#3011 (tests/data/wild_2026.jsonl torchxpuops3011-xpu-oom-free-gt-tried)
+XPU_FITS = (
+    "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 4.66 GiB. GPU 0 has a total capacity of "
+    "5.65 GiB of which 5.65 GiB is free. Of the allocated memory 195.50 KiB is allocated by PyTorch, and "
+    "1.81 MiB is reserved by PyTorch but unallocated."
+)
+
+
+def test_a_request_that_fits_in_the_free_memory_is_no_shortage():
+    reply = diagnose(detect(XPU_FITS))
+    assert reply is not None
+    assert reply.title == "XPU out of memory: tried 4.66 GiB with 5.65 GiB free"
+    assert reply.summary.startswith(
+        "PyTorch asked for 4.66 GiB more, 5.65 of 5.65 GiB were free. The request fits in what was free, so "
+        "this is no shortage"
+    )
+    assert not any(f.command == "xpu-smi ps" for f in reply.fixes)  # no other process took the memory
+
+
+def test_a_request_over_the_free_memory_is_still_a_shortage():
+    short = XPU_FITS.replace("of which 5.65 GiB is free", "of which 1.20 GiB is free")
+    reply = diagnose(detect(short))
+    assert reply is not None
+    assert reply.summary.startswith("PyTorch asked for 4.66 GiB more, only 1.20 of 5.65 GiB were free.")
+    assert "no shortage" not in reply.summary
