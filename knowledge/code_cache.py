@@ -6,7 +6,9 @@ Building a dataclass in Python 3.11 and 3.12 writes the source of its ``__init__
 ``gpu-garden`` command.  :func:`install` gives the ``dataclasses`` module an ``exec`` that looks the
 source text up in a table of code objects compiled before and compiles only what is new; the table is
 stored with :mod:`marshal` (the format of ``.pyc`` files) beside the validated-data cache
-(:mod:`knowledge.cache`) and written back at exit when something was added.
+(:mod:`knowledge.cache`) and written back at exit when something was added.  Each entry carries the day
+it was last used by a process that wrote the table; one unused for ``KEEP_DAYS`` is dropped then, so the
+methods of classes since edited do not pile up (and slow every start's read).
 
 A code object is looked up by the exact text it was compiled from, with the flags ``exec`` would use
 (none inherited from this module), so a class is built exactly as without the table.  The table follows
@@ -24,12 +26,14 @@ import dataclasses
 import marshal
 import os
 import sys
+import time
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
 FILE = f"dataclass-code.{sys.implementation.cache_tag}.marshal"
 MAX_ENTRIES = 4096  # a table grown past this by edited classes is written back with this process's only
+KEEP_DAYS = 30
 
 
 class _Table:
@@ -37,6 +41,7 @@ class _Table:
 
     def __init__(self) -> None:
         self.codes: dict[str, CodeType] | None = None
+        self.days: dict[str, int] = {}  # the day each stored entry was last used
         self.used: set[str] = set()
         self.compiled = 0
         self.folder: Path | None = None
@@ -91,8 +96,11 @@ def _load() -> dict[str, CodeType]:
             stored = marshal.loads((_table.folder / FILE).read_bytes())
         except Exception:  # missing, truncated or written by another interpreter: start empty
             stored = None
-        if isinstance(stored, dict):
-            _table.codes = {k: v for k, v in stored.items() if isinstance(k, str) and isinstance(v, CodeType)}
+        for text, entry in stored.items() if isinstance(stored, dict) else ():
+            if isinstance(text, str) and isinstance(entry, tuple) and len(entry) == 2:
+                code, day = entry
+                if isinstance(code, CodeType) and isinstance(day, int):
+                    _table.codes[text], _table.days[text] = code, day
     return _table.codes
 
 
@@ -100,8 +108,11 @@ def _save() -> None:
     folder, codes = _table.folder, _table.codes
     if folder is None or codes is None:
         return
-    if len(codes) > MAX_ENTRIES:
-        codes = {text: codes[text] for text in _table.used}
+    today = int(time.time() // 86400)
+    kept = {text for text in codes if text in _table.used or today - _table.days.get(text, 0) <= KEEP_DAYS}
+    if len(kept) > MAX_ENTRIES:
+        kept = _table.used
+    table = {text: (codes[text], today if text in _table.used else _table.days[text]) for text in kept}
     from knowledge.cache import trusted_folder
 
     tmp = folder / f".{FILE}.{os.getpid()}"
@@ -111,7 +122,7 @@ def _save() -> None:
             return
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps(codes))
+            fh.write(marshal.dumps(table))
         os.replace(tmp, folder / FILE)
     except Exception:  # read-only or full disk: the next start compiles again
         with contextlib.suppress(OSError):

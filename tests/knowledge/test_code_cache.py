@@ -94,3 +94,22 @@ def test_the_table_returns_the_code_exec_would_compile():
         plain.co_consts[0].co_flags,
     )
     assert code_cache.code_for(text) is mine
+
+
+def test_an_entry_no_process_used_for_weeks_is_dropped_when_the_table_is_written(tmp_path):
+    import marshal
+    import time
+
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    today = int(time.time() // 86400)
+    stale, recent = "x = 1", "x = 2"  # texts no dataclass generates: never used by the probe
+    table = {
+        stale: (compile(stale, "<string>", "exec"), today - code_cache.KEEP_DAYS - 1),
+        recent: (compile(recent, "<string>", "exec"), today - 1),
+    }
+    (folder / code_cache.FILE).write_bytes(marshal.dumps(table))
+    assert _compiled(str(folder)) > 20  # the probe's classes are new: the table is written back
+    kept = marshal.loads((folder / code_cache.FILE).read_bytes())
+    assert stale not in kept and kept[recent][1] == today - 1
+    assert all(day == today for text, (_code, day) in kept.items() if text != recent)
