@@ -41,6 +41,7 @@ WILD_FAMILY_CATEGORY = {
     "ollama_memory_layout": "gpu_oom",
     "vllm_sampler_warmup_oom": "gpu_oom",
     "vllm_encoder_cache_exceeded": "context_exceeded",
+    "exllamav3_insufficient_vram": "gpu_oom",
 }
 
 KNOWN_MISSES: dict[str, str] = {
@@ -48,6 +49,12 @@ KNOWN_MISSES: dict[str, str] = {
     # this record (the other paste with a negative value, a speculative-decoding draft model, is harmless),
     # so there is no second real example for a signature yet
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
+    # wild_2026b.jsonl, as collected (before any fix)
+    "ikllama2051-context-shift-disabled": "llama-server's 'context shift is disabled' has no signature",
+    "club3090-58-vllm-oom-title": "a PyTorch OOM cut after 'of which N is free' loses the total",
+    "exllamav3-50-insufficient-vram-split": "exllamav3's 'Insufficient VRAM in split' has no signature",
+    "ollama12305-gpu-memory-info": "Ollama's 'gpu memory' scheduler line is not read as a memory report",
+    "ollama14447-xid31-mmu-fault": "an Ollama runner stop with an Xid 31 MMU fault is called a memory crash",
 }
 
 
