@@ -52,9 +52,7 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026b.jsonl, as collected (before any fix)
     "ikllama2051-context-shift-disabled": "llama-server's 'context shift is disabled' has no signature",
     "club3090-58-vllm-oom-title": "a PyTorch OOM cut after 'of which N is free' loses the total",
-    "exllamav3-50-insufficient-vram-split": "exllamav3's 'Insufficient VRAM in split' has no signature",
     "ollama12305-gpu-memory-info": "Ollama's 'gpu memory' scheduler line is not read as a memory report",
-    "ollama14447-xid31-mmu-fault": "an Ollama runner stop with an Xid 31 MMU fault is called a memory crash",
 }
 
 
