@@ -52,7 +52,6 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026b.jsonl, as collected (before any fix)
     "ikllama2051-context-shift-disabled": "llama-server's 'context shift is disabled' has no signature",
     "club3090-58-vllm-oom-title": "a PyTorch OOM cut after 'of which N is free' loses the total",
-    "ollama12305-gpu-memory-info": "Ollama's 'gpu memory' scheduler line is not read as a memory report",
 }
 
 
