@@ -50,7 +50,6 @@ KNOWN_MISSES: dict[str, str] = {
     # so there is no second real example for a signature yet
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
     # wild_2026b.jsonl, as collected (before any fix)
-    "club3090-58-vllm-oom-title": "a PyTorch OOM cut after 'of which N is free' loses the total",
 }
 
 
