@@ -41,6 +41,7 @@ WILD_FAMILY_CATEGORY = {
     "ollama_memory_layout": "gpu_oom",
     "vllm_sampler_warmup_oom": "gpu_oom",
     "vllm_encoder_cache_exceeded": "context_exceeded",
+    "exllamav3_insufficient_vram": "gpu_oom",
 }
 
 KNOWN_MISSES: dict[str, str] = {
@@ -48,6 +49,7 @@ KNOWN_MISSES: dict[str, str] = {
     # this record (the other paste with a negative value, a speculative-decoding draft model, is harmless),
     # so there is no second real example for a signature yet
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
+    # wild_2026b.jsonl, as collected (before any fix)
 }
 
 

@@ -287,3 +287,48 @@ def test_a_slot_line_far_from_the_error_is_not_read_as_its_numbers():
     root, _ = _root("\n".join(lines))
     assert root.signature == "llamacpp.context_exceeded.server"
     assert "requested_tokens" not in root.params
+
+
+# ---------------------------------------------------------------- not memory, though it reads like it
+
+
+def test_an_xid31_page_fault_explains_the_ollama_runner_stop():
+    runner = (
+        "Error: an error was encountered while running the model: model runner has unexpectedly stopped, "
+        "this may be due to resource limitations or an internal error, check ollama server logs for details"
+    )
+    xid = (
+        "[  365.969681] NVRM: Xid (PCI:0000:01:00): 31, pid=13705, name=ollama, channel 0x0000000c, "
+        "intr 00000000. MMU Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_PROP_0 faulted @ 0x0_00000000. "
+        "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ"
+    )
+    alone, _ = _root(runner)
+    assert alone.signature == "ollama.runner_crashed.unexpectedly_stopped"
+    root, detection = _root(runner + "\n\n" + xid)
+    assert root.signature == "common.xid31_mmu_fault"
+    assert root.category == "illegal_memory_access"
+    assert not [f.signature for f in detection.findings if f.category in MEMORY_CATEGORIES]
+
+
+def test_another_xid_is_not_read_as_a_page_fault():
+    detection = detect("NVRM: Xid (PCI:0000:01:00): 79, pid=1234, GPU has fallen off the bus.")
+    assert "common.xid31_mmu_fault" not in [f.signature for f in detection.findings]
+
+
+def test_a_missing_tensor_before_the_fit_line_is_no_memory_error():
+    text = (
+        "llama_model_load: error loading model: missing tensor 'blk.24.attn_k.weight'\n"
+        "llama_model_load_from_file_impl: failed to load model\n"
+        "llama_params_fit: encountered an error while trying to fit params to free device memory: "
+        "failed to load model"
+    )
+    root, detection = _root(text)
+    assert root.signature == "llamacpp.model_file_missing_tensor"
+    assert root.params["tensor"] == "blk.24.attn_k.weight"
+    assert not [f.signature for f in detection.findings if f.category in MEMORY_CATEGORIES]
+
+
+def test_context_shift_disabled_is_the_generation_limit_not_the_prompt():
+    root, _ = _root("srv    send_error: task id = 7, error: context shift is disabled")
+    assert root.signature == "llamacpp.context_exceeded.generation"
+    assert root.category == "context_exceeded"

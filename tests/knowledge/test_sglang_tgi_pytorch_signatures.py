@@ -158,3 +158,17 @@ def test_tgi_max_total_tokens_is_not_read_from_an_sglang_command_line():
 def test_non_memory_errors_get_no_memory_finding(text):
     memory = [f.signature for f in detect(text).findings if f.category in MEMORY_CATEGORIES]
     assert not memory
+
+
+def test_custom_allreduce_invalid_argument_is_not_a_capture_oom():
+    ipc = detect(
+        "Exception: Capture cuda graph failed: Runtime check failed at .../sgl_kernel/distributed/"
+        "custom_all_reduce.cuh:37: CUDA error: invalid argument\n"
+        "Possible solutions:\n"
+        "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+        "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)"
+    )
+    assert ipc.findings[0].signature == "sglang.custom_allreduce_invalid_argument"
+    assert not [f.signature for f in ipc.findings if f.category in MEMORY_CATEGORIES]
+    oom = detect("Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 448.00 MiB.")
+    assert oom.findings and oom.findings[0].category == "gpu_oom"

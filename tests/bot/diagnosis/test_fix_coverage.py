@@ -18,6 +18,13 @@ NO_FIX_YET: set[str] = {
     # a per-request rejection: the fix is a smaller input or a restart whose effect depends on the item
     # size vLLM profiles, which the message does not print; the reply lists both (signature advice)
     "vllm.context_exceeded.encoder_cache",
+    # exllama's autosplit message prints no size at all (exllamav3 model_ls.py): how much shorter the
+    # context or how much smaller the cache must be is unknowable from it; the reply lists the loader's
+    # knobs (signature advice)
+    "exllama.insufficient_vram_autosplit",
+    # llama-server's "context shift is disabled" prints neither the slot's n_ctx nor the token count
+    # (tools/server update_slots); the reply lists -c / -np, max_tokens and --context-shift (signature advice)
+    "llamacpp.context_exceeded.generation",
 }
 
 
