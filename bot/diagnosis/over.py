@@ -137,7 +137,11 @@ def torch_oom(situation: Situation) -> Reply:
         if tried is not None and free is not None
         else situation.root.title
     )
-    fits = tried is not None and free is not None and tried <= free
+    # the request under what was free on a mostly free card: no shortage (on a nearly full one the
+    # driver's page granularity can refuse a request just under the free figure)
+    fits = (
+        tried is not None and free is not None and total is not None and tried <= free and free >= total / 2
+    )
     parts = []
     if tried is not None:
         parts.append(f"PyTorch asked for {tried:.2f} GiB more")

@@ -32,3 +32,15 @@ def test_a_request_over_the_free_memory_is_still_a_shortage():
     assert reply is not None
     assert reply.summary.startswith("PyTorch asked for 4.66 GiB more, only 1.20 of 5.65 GiB were free.")
     assert "no shortage" not in reply.summary
+
+
+def test_a_request_just_under_the_free_memory_of_a_full_card_is_still_a_shortage():
+    # club-3090#58 (tests/data/wild_2026b.jsonl): 50 MiB asked with 56.88 MiB of 23.56 GiB free
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB. GPU 0 has a total capacity "
+        "of 23.56 GiB of which 56.88 MiB is free"
+    )
+    reply = diagnose(detect(text))
+    assert reply is not None
+    assert reply.summary.startswith("PyTorch asked for 0.05 GiB more, only 0.06 of 23.56 GiB were free.")
+    assert "no shortage" not in reply.summary
