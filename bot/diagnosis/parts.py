@@ -40,8 +40,9 @@ def fmt(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, int):
         return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.2f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:,.0f}"
+    if isinstance(value, float):  # a fraction keeps its third decimal: SGLang's "above 0.773" is not 0.77
+        places = 3 if abs(value) < 1 else 2
+        return f"{value:,.{places}f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:,.0f}"
     return str(value)
 
 

@@ -34,3 +34,9 @@ def test_a_forced_ollama_num_gpu_is_told_to_go_and_an_unforced_layout_is_not():
     )
     free = diagnose(detect("Error: 500 Internal Server Error: memory layout cannot be allocated"))
     assert free is not None and "num_gpu" not in free.summary
+
+
+def test_a_fraction_keeps_its_third_decimal_and_a_size_two():
+    # SGLang's "Raise --mem-fraction-static above 0.773": 0.77 would be below what it asks for
+    assert fill("above {f}, {g} GiB", {"f": 0.773, "g": 1.2345}) == "above 0.773, 1.23 GiB"
+    assert fill("{u}", {"u": 0.9}) == "0.9"
