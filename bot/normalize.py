@@ -165,10 +165,6 @@ class View:
     first_physical: Sequence[int]  # physical line number (0-based) of each logical line
     data: bytes = b""
 
-    @classmethod
-    def build(cls, lines: list[str], first_physical: Sequence[int]) -> View:
-        return cls(first_physical, _ENCODE("\n".join(lines)))  # the joined str is dropped at once
-
     @cached_property
     def text(self) -> str:
         return self.data.decode("utf-8", "surrogatepass")
