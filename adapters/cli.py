@@ -166,7 +166,7 @@ def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     from bot.redact import redact, with_notice
 
     cleaned = redact(paste.text)  # before anything reads it: fixes copy the user's command line
-    paste = type(paste)(cleaned.text, paste.truncated, paste.skipped)
+    paste = type(paste)(cleaned.text, paste.truncated, paste.skipped, cleaned.prefix_cuts)
     if args.json:
         import json
 

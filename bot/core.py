@@ -6,6 +6,7 @@ the diagnosis and ``/vram``, only when a finding or a command needs them).
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ class Paste:
     text: str
     truncated: bool
     skipped: list[str]
+    prefix_cuts: array | None = None  # redaction's measure of each line's prefixes (Redaction.prefix_cuts)
 
 
 def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
@@ -111,7 +113,7 @@ class GardenBot:
         return self.triage(paste, addressed=message.addressed)
 
     def triage(self, paste: Paste, addressed: bool = True) -> Reply | None:
-        detection = self.detector.detect(paste.text)
+        detection = self.detector.detect(paste.text, paste.prefix_cuts)
         reply = diagnose_safely(detection)
         if reply is None:
             if not addressed:

@@ -7,6 +7,7 @@ warnings before informational memory reports, then by the signature's priority, 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -257,8 +258,8 @@ class Detector:
         self._rules = [(engine, rule.field, self.bank.add(rule.pattern), rule) for engine, rule in kb.context]
         self.bank.freeze()
 
-    def detect(self, text: str | bytes) -> Detection:
-        norm = normalize(text)
+    def detect(self, text: str | bytes, prefix_cuts: array | None = None) -> Detection:
+        norm = normalize(text, prefix_cuts)
         hits = self.bank.scan(norm)
         findings: list[Finding] = []
         for loaded, patterns, requires, excludes in self._sigs:

@@ -11,7 +11,7 @@
 
 Linear time on any input, and no work where there is nothing to do: a pass whose trigger is absent
 (a non-ASCII character, an escape byte, a carriage return, a tab) is skipped, the prefix pattern is
-anchored on a literal newline, prefixes redaction already measured are cut by length (hand_over), and
+anchored on a literal newline, prefixes redaction already measured are cut by length (``prefix_cuts``), and
 per-line work is done by C-level ``map``/``split``/``join``, a MiB at a time.  Every quantifier in the
 Python ``re`` patterns is possessive or bounded by a small constant, so they never backtrack
 (tests/bot/test_normalize.py checks this structurally).
@@ -226,17 +226,6 @@ def visible(text: str) -> str:
     return text
 
 
-# each line's prefix length in the text redaction returned, for normalize: once, for that object (is)
-HANDOFF_MIN = 1 << 18  # characters: a shorter text is stripped again in a few milliseconds
-_HANDOFF: list[tuple[str, array]] = []
-
-
-def hand_over(text: str, cuts: array | None) -> None:
-    """Leave how many characters each line's prefixes take in ``text`` (None: take back what was left)."""
-    if cuts is None or len(text) >= HANDOFF_MIN:
-        _HANDOFF[:] = [] if cuts is None else [(text, cuts)]
-
-
 def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
     """Each line without its prefixes and trailing blanks, whether it had one (cut by ``cuts`` if given)."""
     lines: list[str] = []
@@ -287,12 +276,12 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
     return m is not None and line[m.end() : m.end() + 1] in (":", "=")
 
 
-def normalize(data: bytes | str) -> Normalized:
+def normalize(data: bytes | str, prefix_cuts: array | None = None) -> Normalized:
+    """``prefix_cuts``: how many characters each line's prefixes take in ``data``, as redaction measured
+    them (bot.redact.Redaction.prefix_cuts); used only while the cleanup below leaves the text as it is."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    entry, _HANDOFF[:] = _HANDOFF.copy(), []  # taken at once (a race with another thread: a miss)
-    cuts = entry[0][1] if entry and entry[0][0] is text else None
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
-    lines, prefixed = _clean_lines(raw_text, cuts if raw_text is text else None)
+    lines, prefixed = _clean_lines(raw_text, prefix_cuts if raw_text is text else None)
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text
     views = [View(range(len(lines)), _utf8(lines))]

@@ -79,6 +79,9 @@ class Redaction:
 
     text: str
     kinds: tuple[str, ...]  # kinds found, in order of first appearance
+    # each line's prefix length in ``text``, for the detector's normalisation (bot.normalize.normalize):
+    # a long paste with no secret is stripped once
+    prefix_cuts: array | None = None
 
     @property
     def found(self) -> bool:
@@ -105,12 +108,13 @@ def redact(text: str) -> Redaction:
     multiline = "\n" in text
     if multiline and "PRIVATE KEY-----" in text:
         text = _redact_key_blocks(text, kinds)
+    cuts = None
     if multiline:
-        text = _redact_wrapped(text, kinds)
+        text, cuts = _redact_wrapped(text, kinds)
     text = _redact_spans(text, kinds)
-    if kinds:  # a secret removed: what _redact_wrapped handed over is not for the text returned
-        norm.hand_over(text, None)
-    return Redaction(text, tuple(kinds))
+    if kinds or len(text) < PREFIX_CUTS_MIN:  # a secret removed: the cuts measured another text
+        cuts = None
+    return Redaction(text, tuple(kinds), cuts)
 
 
 def _redact_spans(text: str, kinds: list[str]) -> str:
@@ -130,6 +134,7 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
 
 
 WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
+PREFIX_CUTS_MIN = 1 << 18  # characters: a shorter paste is stripped again in a few milliseconds
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
 Run = tuple[int, int, bool]  # first and last line, and whether the first is only context
 Strip = Callable[[bytes], bytes]
@@ -150,7 +155,7 @@ def _widths(lines: list[str]) -> list[int]:
 def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, array]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
     in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
-    bytes.strip keeps; how many characters each line's prefixes took (for normalize.hand_over).  A MiB
+    bytes.strip keeps; how many characters each line's prefixes took (Redaction.prefix_cuts).  A MiB
     at a time, cut at a newline (no prefix holds one: the same lines as in one pass)."""
     lines: list[bytes] = []
     chars: list[int] = []
@@ -228,19 +233,19 @@ def _joins(
     return joins, bytearray(b"\0") + bytearray(map(operator.and_, joins[1:], steady))
 
 
-def _redact_wrapped(text: str, kinds: list[str]) -> str:
+def _redact_wrapped(text: str, kinds: list[str]) -> tuple[str, array]:
     """A secret that a terminal wrapped across lines (``--hf-token hf_abc`` / ``def...``): no piece
     matches alone, and the detector may join the lines and show it whole.  Each run of wrapped lines
     (log prefixes removed) is read joined with nothing and with a space (a wrap may have split a word
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
-    the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable."""
+    the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable.
+    Returns the text and each of its lines' prefix length."""
     lines, chars, raw_len, wide, cuts = _stripped_lines(text)  # raw lines only if a piece is removed
-    norm.hand_over(text, cuts)  # taken back if a piece is removed
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
     runs = _runs(*_joins(chars, raw_len, stripped, lines))
     if not runs or len(lines) != len(raw_len):
-        return text
+        return text, cuts
     nul_glued, nul_starts = _windows(lines, runs, stripped, rstrip, lstrip)
     del lines, chars, raw_len, stripped  # a run's parts are read back from its window
     raw: list[str] | None = None
@@ -264,7 +269,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 raw = text.split("\n")
             if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
                 kinds.append(span.kind)
-    return text if raw is None else "\n".join(raw)
+    return (text if raw is None else "\n".join(raw)), cuts
 
 
 def _windows(

@@ -181,7 +181,7 @@ class GardenService:
                 paste = Paste(paste.text + "\n" + msg.command.raw, paste.truncated, paste.skipped)
             cleaned = redact(paste.text)
             kinds += [k for k in cleaned.kinds if k not in kinds]
-            paste = Paste(cleaned.text, paste.truncated, paste.skipped)
+            paste = Paste(cleaned.text, paste.truncated, paste.skipped, cleaned.prefix_cuts)
             if not paste.text.strip():
                 reply = self.bot.handle(IncomingMessage(platform=msg.platform, mentioned=msg.addressed))
             else:

@@ -1,13 +1,14 @@
-"""Redaction hands the length of every line's prefixes in the text it read over to normalisation
-(bot.normalize.hand_over): the views must be those of a fresh normalisation, the cuts used only for that
-very text object, once."""
+"""Redaction hands the length of every line's prefixes in the text it returns over to normalisation
+(bot.redact.Redaction.prefix_cuts, read by bot.normalize.normalize): the views must be those of a fresh
+normalisation, and the cuts are used only when they fit the text."""
 
 from __future__ import annotations
 
 from array import array
 
 from bot import normalize as N
-from bot.redact import redact
+from bot.core import GardenBot, Paste
+from bot.redact import PREFIX_CUTS_MIN, redact
 
 LINE = "vllm-1  | INFO 04-12 08:21:19 [worker.py:267] Model loading took 14.99 GiB and 5.1 seconds"
 # the last line continues a prefixed one (joined only when normalize knows the line before had a prefix)
@@ -21,37 +22,37 @@ def _views(norm: N.Normalized) -> list[tuple[bytes, list[int]]]:
 def test_redaction_hands_over_what_normalize_would_compute():
     cleaned = redact(LONG)
     assert cleaned.text is LONG  # nothing to clean, nothing removed: the text read is the one returned
-    assert [key for key, _pieces in N._HANDOFF] == [LONG]
-    handed = _views(N.normalize(cleaned.text))
-    assert N._HANDOFF == []  # taken once
-    fresh = _views(N.normalize("".join(cleaned.text)))  # an equal text, another object
+    assert cleaned.prefix_cuts is not None and len(cleaned.prefix_cuts) == 4002
+    handed = _views(N.normalize(cleaned.text, cleaned.prefix_cuts))
+    fresh = _views(N.normalize(cleaned.text))
     assert handed == fresh
     assert fresh[0][0].split(b"\n")[0] == b"Model loading took 14.99 GiB and 5.1 seconds"
     assert fresh[1] == (b"CUDA out of memory whileloading", [4000])
 
 
-def test_cuts_are_used_for_that_object_only():
-    text = "x" * N.HANDOFF_MIN + "\n[rank0]: y"
-    N.hand_over(text, array("q", [0, 3]))
-    other = "".join(text)  # equal, not the same object
-    assert other is not text
-    assert N.normalize(other).views[0].data.endswith(b"\ny")
-    assert N._HANDOFF == []  # a miss drops the entry too
-    N.hand_over(text, array("q", [0, 3]))
-    assert N.normalize(text).views[0].data.endswith(b"\nnk0]: y")  # the same object: the cuts are read
-    N.hand_over(text, array("q", [0]))  # not one cut a line: stripped as if none was handed over
+def test_the_bot_reads_the_cuts_a_paste_carries():
+    cleaned = redact(LONG)
+    handed = GardenBot().detect(cleaned.text)
+    paste = Paste(cleaned.text, False, [], cleaned.prefix_cuts)
+    assert GardenBot().detector.detect(paste.text, paste.prefix_cuts).findings == handed.findings
+
+
+def test_cuts_are_used_only_when_they_fit_the_text():
+    text = "x" * PREFIX_CUTS_MIN + "\n[rank0]: y"
     assert N.normalize(text).views[0].data.endswith(b"\ny")
+    assert N.normalize(text, array("q", [0, 3])).views[0].data.endswith(b"\nnk0]: y")  # the cuts are read
+    # not one cut a line: stripped as if none was handed over
+    assert N.normalize(text, array("q", [0])).views[0].data.endswith(b"\ny")
 
 
 def test_a_short_text_is_not_handed_over():
-    redact("[rank0]: hello\n[rank0]: world")
-    assert N._HANDOFF == []
+    assert redact("[rank0]: hello\n[rank0]: world").prefix_cuts is None
 
 
 def test_no_handoff_when_redaction_changed_the_text():
     secret = "HF_TOKEN=hf_" + "AbCdEfGh12" * 4
     cleaned = redact(LONG + "\n" + secret)
-    assert cleaned.found and N._HANDOFF == []
+    assert cleaned.found and cleaned.prefix_cuts is None
     wrapped = LONG + "\n--hf-token hf_AbCdEfGh12AbCdEfGh12AbCdEf\nGh12AbCdEfGh12AbCdEfGh12\n"
     cleaned = redact(wrapped)
-    assert cleaned.found and N._HANDOFF == []
+    assert cleaned.found and cleaned.prefix_cuts is None
