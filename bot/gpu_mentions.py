@@ -7,8 +7,12 @@ Returns what was read and where; resolving a name against the catalog is the sit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import re2
+
+if TYPE_CHECKING:
+    from knowledge.levers import Backend
 
 _COUNT_WORDS = {"two": 2, "dual": 2, "three": 3, "four": 4, "quad": 4, "six": 6, "eight": 8}
 
@@ -88,16 +92,16 @@ def gpu_mentions(text: str) -> list[GpuMention]:
 
 # the GPU software stack a paste's lines name, in this order (a ROCm build of PyTorch says "HIP out of
 # memory" but also "cuda:0"; llama.cpp names its backend: ggml_vulkan, ggml_metal, ggml_sycl, ROCm0)
-_BACKEND_MARKS = {
+_BACKEND_MARKS: dict[Backend, tuple[str, ...]] = {
     "rocm": ("HIP out of memory", "hipMalloc", "hipError", "HIP error", "ROCm", "rocm", "ggml_hip", "amdgpu"),
     "xpu": ("XPU out of memory", "xpu:", "SYCL", "ggml_sycl", "Level Zero", "level_zero", "UR_RESULT_ERROR"),
     "metal": ("ggml_metal", "MPS backend out of memory", "MTLDevice", "Metal"),
     "vulkan": ("ggml_vulkan", "Vulkan", "ErrorOutOfDeviceMemory"),
 }
-_VENDOR_BACKEND = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "metal"}
+_VENDOR_BACKEND: dict[str, Backend] = {"nvidia": "cuda", "amd": "rocm", "intel": "xpu", "apple": "metal"}
 
 
-def gpu_backend(text: str, vendor: str | None) -> str | None:
+def gpu_backend(text: str, vendor: str | None) -> Backend | None:
     """cuda, rocm, xpu, metal or vulkan: an NVIDIA card's tools answer whatever backend runs on it, else
     the stack the lines name, else the catalog vendor's own; None when nothing says."""
     if vendor == "nvidia":

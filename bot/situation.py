@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
 
@@ -30,6 +30,9 @@ from knowledge.features import (
     version_hints,
 )
 from knowledge.log_lines import release_range
+
+if TYPE_CHECKING:
+    from knowledge.levers import Backend
 
 # the flag each engine setting is written with (every spelling: calculator.commands.spellings)
 SETTING_FLAGS: dict[str, dict[str, str]] = {
@@ -76,7 +79,7 @@ class Gpus:
     per_device_gib: Sourced | None = None  # what the engine sees as total on one device
     gpu: GPU | None = None  # the catalog entry
     note: str = ""
-    backend: str | None = None  # cuda | rocm | xpu | metal | vulkan (bot/gpu_mentions.gpu_backend)
+    backend: Backend | None = None  # the GPU stack (bot/gpu_mentions.gpu_backend)
 
     @property
     def n(self) -> int:

@@ -75,9 +75,9 @@ class Lever:
             if not re2.fullmatch(_CONDITION, condition):
                 raise ValueError(f"lever {self.id}: condition {condition!r} is not 'a > b' or 'not a'")
 
-    def command_for(self, backend: str | None) -> str | None:
-        """The diagnostic command on ``backend`` (cuda, rocm, xpu, metal, vulkan; None: not known)."""
-        return self.commands_on.get(backend, self.command) if backend else self.command  # type: ignore[call-overload]
+    def command_for(self, backend: Backend | None) -> str | None:
+        """The diagnostic command on ``backend`` (None: not known)."""
+        return self.commands_on.get(backend, self.command) if backend else self.command
 
     def holds(self, get: Callable[[str], Any]) -> bool:
         """Every ``when`` condition holds on the values ``get`` reads (a missing value never does)."""
