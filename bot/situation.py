@@ -17,10 +17,10 @@ from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
 from calculator.commands import spellings
-from calculator.from_log import SPEC_CUT_NOTE, speculative_config, speculative_cut
+from calculator.from_log import speculative_config, speculative_cut
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
-from calculator.spec_decode import SpecDecode, unknown_draft_note
+from calculator.spec_decode import SPEC_CUT_NOTE, SpecDecode, unknown_draft_note
 from knowledge.features import (
     Version,
     engine_mode,

@@ -484,10 +484,6 @@ def speculative_config(text: str) -> SpecDecode | None:
 
 
 _SPEC_OPEN = re2.compile(r"""speculative_config['"]?:\s*\{[^}]*$|SpeculativeConfig\([^)]*$""")
-SPEC_CUT_NOTE = (
-    "your run decodes speculatively, but the paste cuts its speculative config off, so the KV pool is "
-    "counted without the drafter's layers (paste the whole args line to count them)"
-)
 
 
 def speculative_cut(text: str) -> bool:

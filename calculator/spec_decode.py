@@ -91,6 +91,13 @@ def draft_attention(model: ModelSpec, spec: SpecDecode) -> DraftAttention | None
     return DraftAttention(drafter.num_hidden_layers, drafter.num_key_value_heads, drafter.head_dim, shares)
 
 
+# what a reply says when the paste shows speculative decoding but cuts its config (from_log.speculative_cut)
+SPEC_CUT_NOTE = (
+    "your run decodes speculatively, but the paste cuts its speculative config off, so the KV pool is "
+    "counted without the drafter's layers (paste the whole args line to count them)"
+)
+
+
 def unknown_draft_note(model: ModelSpec, spec: SpecDecode) -> str | None:
     """What a reply must say when the drafter's layers cannot be counted; None when they can."""
     if spec.method in NO_LAYER_METHODS or draft_attention(model, spec) is not None:

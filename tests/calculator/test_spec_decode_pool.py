@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 from calculator import vllm
-from calculator.from_log import SPEC_CUT_NOTE, speculative_config, speculative_cut
+from calculator.from_log import speculative_config, speculative_cut
 from calculator.kv import vllm_layout
 from calculator.resolve import resolve_model
-from calculator.spec_decode import SpecDecode, draft_attention, find_drafter
+from calculator.spec_decode import SPEC_CUT_NOTE, SpecDecode, draft_attention, find_drafter
 from calculator.units import GIB
 from calculator.vllm import kv_capacity, reported_kv_tokens
 from tests.conftest import situation_of
