@@ -210,7 +210,7 @@ def _runs(joins: bytearray, steady: bytearray) -> list[Run]:
         runs.append((k - 1 if context else k, last, context))
         if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
             runs.append((k - 1 if context else k, last - 1, context))
-        k = joins.find(1, last if last - k + 1 >= WRAP_WINDOW else last + 1)
+        k = joins.find(1, last)  # the last line may continue on the next: it opens the next run
     return runs
 
 

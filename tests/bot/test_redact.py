@@ -223,3 +223,14 @@ def test_every_example_in_every_placement_is_removed(rule):
         assert not echoed(r.text, [item]), (item.placement, item.text)
         assert r.kinds, (item.placement, item.text)
         assert all(kind in r.warning() for kind in r.kinds)
+
+
+def test_a_secret_wrapped_right_after_a_chain_of_wider_lines_loses_its_tail_too():
+    # the log lines before it may all be wraps of one another; the chain ends on the secret's first line,
+    # which is shorter: that line still continues on the next, where the token's tail was left behind
+    token = "hf_" + "AbCdEfGh12" * 4
+    line = f"INFO 04-12 08:21:19 [api_server.py:1] --hf-token {token} --port 8000 and more words here"
+    filler = "INFO 04-12 08:21:19 [gpu_model_runner.py:1067] Model loading took 14.99 GiB and 5.1 seconds"
+    r = redact("\n".join([filler] * 5 + [line[:80], line[80:]]))
+    assert token[-12:] == "12AbCdEfGh12" and "12AbCdEfGh12" not in r.text and "hf_AbCd" not in r.text
+    assert r.text.endswith("\n --port 8000 and more words here")

@@ -173,7 +173,9 @@ def _runs(lines: list[str], raw: list[int]) -> list[Run]:
             runs.append((k - 1 if context else k, last, context))
             if last - k >= 2:  # the first line may be wider (a prefix): the wrap may end a line earlier
                 runs.append((k - 1 if context else k, last - 1, context))
-        k = last if last > k and last - k + 1 >= WRAP_WINDOW else last + 1
+        # a run's last line may continue on the next (a run cut by a shorter line): it opens the next
+        # run (fixed here as in bot/redact.py: a secret wrapped after a chain of wide lines kept its tail)
+        k = last if last > k else last + 1
     return runs
 
 
