@@ -278,9 +278,11 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 
 def normalize(data: bytes | str, prefix_cuts: array | None = None) -> Normalized:
     """``prefix_cuts``: how many characters each line's prefixes take in ``data``, as redaction measured
-    them (bot.redact.Redaction.prefix_cuts); used only while the cleanup below leaves the text as it is."""
+    them (bot.redact.Redaction.prefix_cuts), which also made the text :func:`visible`; used only while
+    the cleanup below leaves the text as it is."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
+    # undo quote bars, glued records, doubled lines
+    raw_text = unwrap(text if prefix_cuts is not None else visible(text))
     lines, prefixed = _clean_lines(raw_text, prefix_cuts if raw_text is text else None)
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text

@@ -13,7 +13,7 @@ import bisect
 import itertools
 import operator
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from unicodedata import east_asian_width
 
@@ -246,9 +246,40 @@ def _redact_wrapped(text: str, kinds: list[str]) -> tuple[str, array]:
     runs = _runs(*_joins(chars, raw_len, stripped, lines))
     if not runs or len(lines) != len(raw_len):
         return text, cuts
-    nul_glued, nul_starts = _windows(lines, runs, stripped, rstrip, lstrip)
-    del lines, chars, raw_len, stripped  # a run's parts are read back from its window
+    del chars, raw_len
     raw: list[str] | None = None
+    for batch, next_first in _batches(runs, lines):
+        windows = _windows(lines, batch, stripped, rstrip, lstrip)
+        lines[:next_first] = stripped[:next_first] = [b""] * next_first  # read: let them go
+        raw = _remove_wrapped(text, raw, batch, windows, kinds)
+    return (text if raw is None else "\n".join(raw)), cuts
+
+
+WINDOW_BATCH = 1 << 20  # bytes of runs read together: the windows of a long log are not all held at once
+
+
+def _batches(runs: list[Run], lines: list[bytes]) -> Iterator[tuple[list[Run], int]]:
+    """The runs in batches of about WINDOW_BATCH bytes, each with the first line a later batch reads."""
+    ends = list(itertools.accumulate(map(len, lines), initial=0))
+    sizes = map(
+        operator.sub,
+        map(ends.__getitem__, [b + 1 for _a, b, _c in runs]),
+        map(ends.__getitem__, [a for a, _b, _c in runs]),
+    )
+    total = list(itertools.accumulate(sizes))
+    pos = 0
+    while pos < len(runs):
+        end = max(pos + 1, bisect.bisect_right(total, (total[pos - 1] if pos else 0) + WINDOW_BATCH, pos))
+        yield runs[pos:end], runs[end][0] if end < len(runs) else 0
+        pos = end
+
+
+def _remove_wrapped(
+    text: str, raw: list[str] | None, runs: list[Run], windows: tuple[bytearray, list[int]], kinds: list[str]
+) -> list[str] | None:
+    """Every piece of a secret the runs' windows hold across lines removed from the raw lines (split
+    from ``text`` on the first one found); the raw lines, or None while none was found."""
+    nul_glued, nul_starts = windows
     for glue in (b"", b" "):
         gone = itertools.accumulate((b - a for a, b, _c in runs), initial=0)
         starts = nul_starts if glue else list(map(operator.sub, nul_starts, gone))
@@ -269,7 +300,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> tuple[str, array]:
                 raw = text.split("\n")
             if _remove(raw, pieces, f"[{span.kind} removed]") and span.kind not in kinds:
                 kinds.append(span.kind)
-    return (text if raw is None else "\n".join(raw)), cuts
+    return raw
 
 
 def _windows(

@@ -30,6 +30,14 @@ def test_redaction_hands_over_what_normalize_would_compute():
     assert fresh[1] == (b"CUDA out of memory whileloading", [4000])
 
 
+def test_a_text_redaction_cleaned_is_handed_over_as_it_would_be_read():
+    # colour codes and a fullwidth digit: redaction returns the visible text, which normalize reads as is
+    coloured = LONG.replace("INFO", "\x1b[32mINFO\x1b[0m").replace("14.99", "１4.99")
+    cleaned = redact(coloured)
+    assert cleaned.prefix_cuts is not None and "\x1b" not in cleaned.text
+    assert _views(N.normalize(cleaned.text, cleaned.prefix_cuts)) == _views(N.normalize(coloured))
+
+
 def test_the_bot_reads_the_cuts_a_paste_carries():
     cleaned = redact(LONG)
     handed = GardenBot().detect(cleaned.text)

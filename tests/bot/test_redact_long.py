@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot import redact as redact_module
 from bot import secret_rules
 from bot.redact import find_spans, redact
 from tests.hardening.planted import planted
@@ -79,3 +80,20 @@ def test_many_candidates_are_searched_one_by_one(items):
     data = long_paste(items).encode("utf-8")
     assert len(rules.candidates(data)) > secret_rules.SET_MAX_RULES
     assert rules.matching(data) == rules.candidates(data) and not rules._regex_sets
+
+
+def test_wrapped_secrets_come_out_the_same_whatever_the_batch(monkeypatch):
+    """The runs' windows are read a batch at a time: a secret wrapped across lines is removed in the
+    first batch, the last one and where one batch ends and the next begins, as when all are read at once."""
+    token = "hf_" + "AbCdEfGh12" * 4
+    secret = f"INFO 04-12 08:21:19 [api_server.py:1] --hf-token {token} --port 8000 and some more words here"
+    wrapped = "\n".join(secret[i : i + 80] for i in range(0, len(secret), 80))
+    parts = ["\n".join([FILLER] * n) for n in (37, 101, 64)]  # every pair of lines may be a wrap
+    text = "\n".join([wrapped, parts[0], wrapped, parts[1], wrapped, parts[2], wrapped])
+    whole = redact(text)  # one batch
+    assert len(text) < redact_module.WINDOW_BATCH
+    monkeypatch.setattr(redact_module, "WINDOW_BATCH", 2048)  # a batch of a few runs
+    batched = redact(text)
+    assert batched.text == whole.text and batched.kinds == whole.kinds
+    assert "hf_AbCd" not in batched.text and "12AbCdEfGh12" not in batched.text  # both halves, all four
+    assert batched.text.count(" removed]\n --port 8000") == 4

@@ -1,6 +1,8 @@
 """A frozen copy of ``bot.redact.redact`` as of 809767d (before the run-finding and window fast paths),
 kept only to check that the production redactor gives exactly the same output
-(tests/hardening/test_redact_equivalence.py, bench/redact_throughput.py --check).  Not used by bot/."""
+(tests/hardening/test_redact_equivalence.py, bench/redact_throughput.py --check).  Not used by bot/.
+Two changes of behaviour were made here as in bot/redact.py: a run's last line opens the next run, and
+the runs are read in batches of WINDOW_BATCH bytes."""
 
 from __future__ import annotations
 
@@ -220,6 +222,31 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
         return text
     raw: list[str] | None = None
     stripped = list(map(str.strip, lines))  # mostly the lines themselves: str.strip returns a clean str
+    for batch in _batches(runs, lines):
+        raw = _redact_batch(text, raw, lines, stripped, batch, kinds)
+    return text if raw is None else "\n".join(raw)
+
+
+WINDOW_BATCH = 1 << 20  # as bot/redact.py: the runs are read a batch of about this many bytes at a time
+
+
+def _batches(runs: list[Run], lines: list[str]):
+    """The runs in order, a batch once their lines (UTF-8) would exceed WINDOW_BATCH bytes (one at least)."""
+    batch: list[Run] = []
+    size = 0
+    for run in runs:
+        n = sum(len(lines[j].encode("utf-8", "surrogatepass")) for j in range(run[0], run[1] + 1))
+        if batch and size + n > WINDOW_BATCH:
+            yield batch
+            batch, size = [], 0
+        batch.append(run)
+        size += n
+    if batch:
+        yield batch
+
+
+def _redact_batch(text, raw, lines, stripped, runs, kinds):
+    """One batch of runs read joined with nothing and with a space; the raw lines once a piece is removed."""
     nul_glued, sizes = _windows(lines, runs, stripped)
     for glue in ("", " "):
         data = nul_glued.replace(b"\0", glue.encode())
@@ -244,7 +271,7 @@ def _redact_wrapped(text: str, kinds: list[str]) -> str:
                 raw = text.split("\n")
             if _remove(raw, pieces, f"[{kind} removed]") and kind not in kinds:
                 kinds.append(kind)
-    return text if raw is None else "\n".join(raw)
+    return raw
 
 
 def _windows(lines: list[str], runs: list[Run], stripped: list[str]) -> tuple[bytes, list[int]]:
