@@ -221,7 +221,7 @@ def _joins(
     the next raw line no wider, not empty, and no new record unless a wrap cut one mid-sentence), and
     whether it does so as a run's third line or later too (a terminal wraps at one width: no shorter
     than the line before it).  Every line at once, with C-level maps."""
-    wide = map(operator.ge, chars, itertools.repeat(WRAP_MIN_LENGTH))
+    wide = map(operator.ge, raw, itertools.repeat(WRAP_MIN_LENGTH))  # a terminal wraps the raw line
     narrow = map(operator.le, raw[1:], map(operator.add, raw, itertools.repeat(TAB_SLACK)))
     joins = bytearray(map(operator.and_, map(operator.and_, wide, narrow), map(bool, stripped[1:])))
     after = list(itertools.compress(itertools.count(1), joins))  # lines the one before may join: new records?

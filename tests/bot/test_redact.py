@@ -234,3 +234,20 @@ def test_a_secret_wrapped_right_after_a_chain_of_wider_lines_loses_its_tail_too(
     r = redact("\n".join([filler] * 5 + [line[:80], line[80:]]))
     assert token[-12:] == "12AbCdEfGh12" and "12AbCdEfGh12" not in r.text and "hf_AbCd" not in r.text
     assert r.text.endswith("\n --port 8000 and more words here")
+
+
+@pytest.mark.parametrize(
+    ("head", "width"),
+    [
+        ("INFO 04-12 08:21:19 [api_server.py:1] args: vllm serve m --hf-token ", 70),
+        ("vllm-1  | --api-key ", 40),
+    ],
+)
+def test_a_prefixed_line_is_wide_enough_to_have_wrapped_by_its_raw_width(head, width):
+    # the terminal wrapped the line with its log prefix: what is left once the prefix is cut is shorter
+    # than a terminal, yet the next line holds the token's tail (none of it may stay, nor of its head)
+    token = "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"
+    line = head + token + " and more text follows here to fill"
+    text = "\n".join(["short line", *(line[i : i + width] for i in range(0, len(line), width)), "   x = 1"])
+    r = redact(text)
+    assert not any(token[i : i + 8] in r.text for i in range(len(token) - 7)), r.text

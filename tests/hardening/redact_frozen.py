@@ -1,7 +1,8 @@
 """A frozen copy of ``bot.redact.redact`` as of 809767d (before the run-finding and window fast paths),
 kept only to check that the production redactor gives exactly the same output
 (tests/hardening/test_redact_equivalence.py, bench/redact_throughput.py --check).  Not used by bot/.
-Two changes of behaviour were made here as in bot/redact.py: a run's last line opens the next run, and
+Three changes of behaviour were made here as in bot/redact.py: a run's last line opens the next run, a line
+is wide enough to have wrapped by its raw width (prefix included), and
 the runs are read in batches of WINDOW_BATCH bytes."""
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def _runs(lines: list[str], raw: list[int]) -> list[Run]:
         while (
             last < n - 1
             and last - k + 1 < WRAP_WINDOW
-            and len(lines[last]) >= WRAP_MIN_LENGTH
+            and raw[last] >= WRAP_MIN_LENGTH  # the raw line, prefix included, is what a terminal wraps
             and (last <= k + 1 or raw[last] + TAB_SLACK >= raw[last - 1])  # a shorter one ends it
             and raw[last + 1] <= raw[last] + TAB_SLACK  # a wrap is never wider than its line
             and lines[last + 1].strip()
@@ -184,7 +185,7 @@ def _runs(lines: list[str], raw: list[int]) -> list[Run]:
 def _may_continue(lines: list[str], raw_len: list[int]) -> list[int]:
     """The lines k (before the last) that pass the length tests :func:`_runs` asks of a line before it
     joins line k + 1: at least WRAP_MIN_LENGTH long, and the next raw line no wider than this one."""
-    wide = map(operator.ge, map(len, lines), itertools.repeat(WRAP_MIN_LENGTH))
+    wide = map(operator.ge, raw_len, itertools.repeat(WRAP_MIN_LENGTH))
     narrow = map(operator.le, raw_len[1:], map(operator.add, raw_len, itertools.repeat(TAB_SLACK)))
     return list(itertools.compress(itertools.count(), map(operator.and_, wide, narrow)))
 
