@@ -358,6 +358,12 @@ def _model_index() -> dict[str, tuple[str, str | None]]:
             index.setdefault(key, (m.id, variant))
     for m in models():
         index.setdefault(model_key(_strip_org(m.id)), (m.id, None))
+    # a vendor id that names its precision (``NVIDIA-Nemotron-3-Nano-30B-A3B-BF16``) also answers for the name
+    # without it, so a sibling build (``...-30B-A3B-FP8``) parses to this model plus its own quant
+    for m in models():
+        bare = parse_name(m.id).base
+        if model_key(bare) != model_key(_strip_org(m.id)):
+            index.setdefault(model_key(bare), (m.id, None))
     return index
 
 
@@ -436,6 +442,9 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
             model = by_id[model_id]
             variant = next((v for v in model.variants if v.id == variant_id), None)
             return ModelMatch(model, variant if variant_id else _official(model))
+    moe = _moe_by_total_size(parsed, index)
+    if moe is not None:
+        return ModelMatch(by_id[moe], _official(by_id[moe]))
     loose = _loose_index()
     for name in names:
         for key, noted in _loose_keys(name):
@@ -458,6 +467,25 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
     model = by_id[model_id]
     variant = next((v for v in model.variants if v.id == variant_id), None)
     return ModelMatch(model, variant or _official(model), f"closest catalog name to {query!r}: {model.id}")
+
+
+# What follows the total size in a mixture-of-experts name: the active parameters ("26B-A4B", "35B-A3B"),
+# optionally a tune word ("-it", "-Instruct").
+_ACTIVE_SIZE = re2.compile(r"^a[0-9]+(?:\.[0-9]+)?b(?:it|instruct|chat)?$")
+
+
+def _moe_by_total_size(parsed: ParsedName, index: dict[str, tuple[str, str | None]]) -> str | None:
+    """Ollama's library tags a mixture-of-experts model by its total size only (``gemma4:26b`` is
+    gemma-4-26B-A4B, ``qwen3:30b`` is Qwen3-30B-A3B): the one model whose name is that size plus an
+    active size, or None when none or several are."""
+    size = (parsed.ollama_tag or "").split("-", 1)[0]
+    if not _TAG_SIZE.match(size):
+        return None
+    found: set[str] = set()
+    for name in spellings(parsed.base):
+        prefix = model_key(f"{name}-{size}")
+        found |= {v[0] for k, v in index.items() if k.startswith(prefix) and _ACTIVE_SIZE.match(k[len(prefix) :])}
+    return found.pop() if len(found) == 1 else None
 
 
 @_catalog_index
