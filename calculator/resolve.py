@@ -484,7 +484,9 @@ def _moe_by_total_size(parsed: ParsedName, index: dict[str, tuple[str, str | Non
     found: set[str] = set()
     for name in spellings(parsed.base):
         prefix = model_key(f"{name}-{size}")
-        found |= {v[0] for k, v in index.items() if k.startswith(prefix) and _ACTIVE_SIZE.match(k[len(prefix) :])}
+        found |= {
+            v[0] for k, v in index.items() if k.startswith(prefix) and _ACTIVE_SIZE.match(k[len(prefix) :])
+        }
     return found.pop() if len(found) == 1 else None
 
 
