@@ -256,6 +256,40 @@ def _gpu_suggestions(query: str, base: str) -> NameNotFound:
     return NameNotFound("GPU", query, names[:5])
 
 
+# nvidia-smi cuts a long name to its column and ends it with "...": "NVIDIA RTX PRO 6000 Blac..."
+_TRUNCATION_MARKS = ("...", "\u2026")
+# a second name in brackets: "DGX Spark (GB10)"
+_GPU_ASIDE = re2.compile(r"\(([^()]*)\)")
+
+
+def _gpu_by_prefix(base: str) -> list[GPU]:
+    """Every card a cut-off name can be the start of; the caller asks when their memory differs."""
+    stem = base.rstrip(".\u2026")
+    if len(stem) < 3:
+        return []
+    by_id = _gpu_by_id()
+    ids = [i for key, found in _gpu_index().items() if key.startswith(stem) for i in found]
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def _gpu_with_aside(query: str) -> GPU:
+    """``DGX Spark (GB10)``: the name outside the brackets, when the bracketed one names no other card."""
+    outer = _GPU_ASIDE.sub(" ", query).strip()
+    if not outer or outer == query.strip():
+        raise _gpu_suggestions(query, _gpu_query(query).base)
+    card = resolve_gpu(outer)
+    for inner in _GPU_ASIDE.findall(query):
+        try:
+            other = resolve_gpu(inner)
+        except NameNotFound:
+            continue
+        if other.id != card.id:
+            raise NameNotFound(
+                "GPU", query, [card.id, other.id], ambiguous=True, hint="the two names are two cards"
+            )
+    return card
+
+
 def resolve_gpu(query: str) -> GPU:
     """The catalog card a typed name means.
 
@@ -269,6 +303,10 @@ def resolve_gpu(query: str) -> GPU:
         raise NameNotFound("GPU", q[:60], [])
     parsed = _gpu_query(q)
     found = _gpu_family(parsed.base) if parsed.base else []
+    if not found and q.endswith(_TRUNCATION_MARKS):
+        found = _gpu_by_prefix(parsed.base)
+    if not found and _GPU_ASIDE.search(q):
+        return _gpu_with_aside(q)
     if not found:
         raise _gpu_suggestions(q, parsed.base)
     if len(set(parsed.sizes)) > 1:
