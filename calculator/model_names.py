@@ -132,9 +132,9 @@ def _strip_gguf_type(stem: str) -> tuple[str, str | None]:
     low = stem.lower()
     for t in gguf_types():
         tl = t.lower()
-        for sep in ("-", ".", "_"):
+        for sep in ("-", ".", "_", " "):
             if low.endswith(sep + tl):
-                base = stem[: -(len(tl) + 1)]
+                base = stem[: -(len(tl) + 1)].rstrip()
                 if base.lower().endswith(("-ud", ".ud", "_ud")):
                     base = base[:-3]
                 return base, t

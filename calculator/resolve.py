@@ -702,6 +702,23 @@ def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     return ModelMatch(model, variant, _join(match.note, note))
 
 
+# a Hugging Face repo id as typed ("lukealonso/GLM-5.1-NVFP4"), not a local path ("/models/GLM-5.1-NVFP4")
+_REPO_ID = re2.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _other_repo(query: str, variant: Variant | None) -> str:
+    """A catalogued build's name under another organisation is that organisation's own build: its
+    weights are taken as the catalogued one's, and the answer says so."""
+    typed = _REPO_ID.match(query.strip())
+    if typed is None or variant is None or "/" not in variant.id:
+        return ""
+    org = typed.group(1)
+    if org.lower() == variant.id.split("/", 1)[0].lower():
+        return ""
+    who = "a third-party" if org.lower() in names_module.THIRD_PARTY_ORGS else "another"
+    return f"{query.strip()} is {who} {variant.quant} build; weights as {variant.id}"
+
+
 def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     """The catalog model and checkpoint a name means; ``note`` says anything that was assumed.
 
@@ -722,7 +739,8 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     if exact is not None and ":" not in q:
         model = by_id[exact[0]]
         variant = next((v for v in model.variants if v.id == exact[1]), None)
-        return _serving_variant(ModelMatch(model, variant if exact[1] else _official(model)), engine)
+        match = ModelMatch(model, variant if exact[1] else _official(model), _other_repo(q, variant))
+        return _serving_variant(match, engine)
     parsed = parse_name(q)
     if model_key(parsed.base) in _ANONYMOUS_FILES:
         raise NameNotFound(
