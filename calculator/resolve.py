@@ -272,12 +272,26 @@ def _gpu_by_prefix(base: str) -> list[GPU]:
     return [by_id[i] for i in dict.fromkeys(ids)]
 
 
+# memory a bracket reports ("(Used: 1.57 GB, Total: 8.59 GB, ...)" from LM Studio, "(32108 MiB, 28410 MiB free)"
+# from llama.cpp's device list); GB there is decimal, as LM Studio prints 8 GiB as "8.59 GB"
+_ASIDE_SIZE = re2.compile(r"(?i)(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb)\b")
+_ASIDE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6}
+
+
 def _gpu_with_aside(query: str) -> GPU:
-    """``DGX Spark (GB10)``: the name outside the brackets, when the bracketed one names no other card."""
+    """``DGX Spark (GB10)``: the name outside the brackets, when the bracketed one names no other card and
+    reports no more memory than the card has (a modded 48 GB "4090" is not the 24 GB card)."""
     outer = _GPU_ASIDE.sub(" ", query).strip()
     if not outer or outer == query.strip():
         raise _gpu_suggestions(query, _gpu_query(query).base)
     card = resolve_gpu(outer)
+    reported = [
+        float(n) * _ASIDE_UNITS[u.lower()]
+        for n, u in _ASIDE_SIZE.findall(" ".join(_GPU_ASIDE.findall(query)))
+    ]
+    if reported and max(reported) > 1.02 * card.memory_bytes:
+        hint = f"{card.id} has {_gb(card)}; the brackets report {max(reported) / 10**9:.2f} GB"
+        raise NameNotFound("GPU", query, [], hint=hint)
     for inner in _GPU_ASIDE.findall(query):
         try:
             other = resolve_gpu(inner)
@@ -739,7 +753,8 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     if exact is not None and ":" not in q:
         model = by_id[exact[0]]
         variant = next((v for v in model.variants if v.id == exact[1]), None)
-        match = ModelMatch(model, variant if exact[1] else _official(model), _other_repo(q, variant))
+        note = _other_repo(q, variant) if exact[1] else ""
+        match = ModelMatch(model, variant if exact[1] else _official(model), note)
         return _serving_variant(match, engine)
     parsed = parse_name(q)
     if model_key(parsed.base) in _ANONYMOUS_FILES:

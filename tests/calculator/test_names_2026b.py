@@ -193,7 +193,7 @@ GPUS: list[tuple[str, str | None]] = [
     # https://github.com/ggml-org/llama.cpp/issues/25522
     ("2080Ti 22GB", None),
     # https://github.com/sgl-project/sglang/issues/23763
-    ("NVIDIA H20-3e", None),
+    ("NVIDIA H20-3e", "h20-141gb"),
     # https://github.com/Avarok-Cybersecurity/atlas/issues/146
     ("DGX Spark (GB10)", "gb10-dgx-spark"),
     # https://github.com/kvcache-ai/ktransformers/issues/2076
@@ -370,3 +370,14 @@ def test_a_gtx_1060_without_its_size_asks():
     with pytest.raises(NameNotFound) as info:
         resolve_gpu("GTX 1060")
     assert info.value.candidates == ["gtx-1060-3gb", "gtx-1060-6gb"]
+
+
+def test_memory_reported_in_brackets_must_fit_the_card():
+    # LM Studio prints decimal GB (8 GiB = 8.59 GB), llama.cpp's device list MiB: both fit the cards named
+    assert (
+        resolve_gpu("NVIDIA GeForce RTX 3070 (Used: 1.57 GB, Total: 8.59 GB, Free: 7.02 GB)").id == "rtx-3070"
+    )
+    assert resolve_gpu("NVIDIA GeForce RTX 5090 (32108 MiB, 28410 MiB free)").id == "rtx-5090"
+    # a 48 GB board is not the 24 GB RTX 4090, whatever the name outside the brackets says
+    with pytest.raises(NameNotFound, match=r"rtx-4090 has 24 GB; the brackets report 51\.53 GB"):
+        resolve_gpu("NVIDIA GeForce RTX 4090 (49140 MiB, 48000 MiB free)")
