@@ -132,9 +132,9 @@ def _strip_gguf_type(stem: str) -> tuple[str, str | None]:
     low = stem.lower()
     for t in gguf_types():
         tl = t.lower()
-        for sep in ("-", ".", "_"):
+        for sep in ("-", ".", "_", " "):
             if low.endswith(sep + tl):
-                base = stem[: -(len(tl) + 1)]
+                base = stem[: -(len(tl) + 1)].rstrip()
                 if base.lower().endswith(("-ud", ".ud", "_ud")):
                     base = base[:-3]
                 return base, t
@@ -193,6 +193,9 @@ def parse_name(query: str) -> ParsedName:
         other = _WHOLE_OTHER_GGUF_TYPE.match(tag)
         if gguf_type is None and (whole or other):
             tag, gguf_type = "", whole or (other.group(1).upper() if other else None)
+        if gguf_type is None:
+            # Ollama's safetensors-format builds name their quant in the tag ("qwen3.6:27b-nvfp4", "...-fp16")
+            tag, quant = _strip_quant_suffix(tag)
         tag = tag.lower().removesuffix("latest").strip("-") or None
     if gguf_type is None:
         name, gguf_type = _strip_gguf_type(name)

@@ -256,6 +256,54 @@ def _gpu_suggestions(query: str, base: str) -> NameNotFound:
     return NameNotFound("GPU", query, names[:5])
 
 
+# nvidia-smi cuts a long name to its column and ends it with "...": "NVIDIA RTX PRO 6000 Blac..."
+_TRUNCATION_MARKS = ("...", "\u2026")
+# a second name in brackets: "DGX Spark (GB10)"
+_GPU_ASIDE = re2.compile(r"\(([^()]*)\)")
+
+
+def _gpu_by_prefix(base: str) -> list[GPU]:
+    """Every card a cut-off name can be the start of; the caller asks when their memory differs."""
+    stem = base.rstrip(".\u2026")
+    if len(stem) < 3:
+        return []
+    by_id = _gpu_by_id()
+    ids = [i for key, found in _gpu_index().items() if key.startswith(stem) for i in found]
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+# memory a bracket reports ("(Used: 1.57 GB, Total: 8.59 GB, ...)" from LM Studio, "(32108 MiB, 28410 MiB free)"
+# from llama.cpp's device list); GB there is decimal, as LM Studio prints 8 GiB as "8.59 GB"
+_ASIDE_SIZE = re2.compile(r"(?i)(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb)\b")
+_ASIDE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6}
+
+
+def _gpu_with_aside(query: str) -> GPU:
+    """``DGX Spark (GB10)``: the name outside the brackets, when the bracketed one names no other card and
+    reports no more memory than the card has (a modded 48 GB "4090" is not the 24 GB card)."""
+    outer = _GPU_ASIDE.sub(" ", query).strip()
+    if not outer or outer == query.strip():
+        raise _gpu_suggestions(query, _gpu_query(query).base)
+    card = resolve_gpu(outer)
+    reported = [
+        float(n) * _ASIDE_UNITS[u.lower()]
+        for n, u in _ASIDE_SIZE.findall(" ".join(_GPU_ASIDE.findall(query)))
+    ]
+    if reported and max(reported) > 1.02 * card.memory_bytes:
+        hint = f"{card.id} has {_gb(card)}; the brackets report {max(reported) / 10**9:.2f} GB"
+        raise NameNotFound("GPU", query, [], hint=hint)
+    for inner in _GPU_ASIDE.findall(query):
+        try:
+            other = resolve_gpu(inner)
+        except NameNotFound:
+            continue
+        if other.id != card.id:
+            raise NameNotFound(
+                "GPU", query, [card.id, other.id], ambiguous=True, hint="the two names are two cards"
+            )
+    return card
+
+
 def resolve_gpu(query: str) -> GPU:
     """The catalog card a typed name means.
 
@@ -269,6 +317,10 @@ def resolve_gpu(query: str) -> GPU:
         raise NameNotFound("GPU", q[:60], [])
     parsed = _gpu_query(q)
     found = _gpu_family(parsed.base) if parsed.base else []
+    if not found and q.endswith(_TRUNCATION_MARKS):
+        found = _gpu_by_prefix(parsed.base)
+    if not found and _GPU_ASIDE.search(q):
+        return _gpu_with_aside(q)
     if not found:
         raise _gpu_suggestions(q, parsed.base)
     if len(set(parsed.sizes)) > 1:
@@ -358,6 +410,12 @@ def _model_index() -> dict[str, tuple[str, str | None]]:
             index.setdefault(key, (m.id, variant))
     for m in models():
         index.setdefault(model_key(_strip_org(m.id)), (m.id, None))
+    # a vendor id that names its precision (``NVIDIA-Nemotron-3-Nano-30B-A3B-BF16``) also answers for the name
+    # without it, so a sibling build (``...-30B-A3B-FP8``) parses to this model plus its own quant
+    for m in models():
+        bare = parse_name(m.id).base
+        if model_key(bare) != model_key(_strip_org(m.id)):
+            index.setdefault(model_key(bare), (m.id, None))
     return index
 
 
@@ -436,6 +494,9 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
             model = by_id[model_id]
             variant = next((v for v in model.variants if v.id == variant_id), None)
             return ModelMatch(model, variant if variant_id else _official(model))
+    moe = _moe_by_total_size(parsed, index)
+    if moe is not None:
+        return ModelMatch(by_id[moe], _official(by_id[moe]))
     loose = _loose_index()
     for name in names:
         for key, noted in _loose_keys(name):
@@ -458,6 +519,27 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
     model = by_id[model_id]
     variant = next((v for v in model.variants if v.id == variant_id), None)
     return ModelMatch(model, variant or _official(model), f"closest catalog name to {query!r}: {model.id}")
+
+
+# What follows the total size in a mixture-of-experts name: the active parameters ("26B-A4B", "35B-A3B"),
+# optionally a tune word ("-it", "-Instruct").
+_ACTIVE_SIZE = re2.compile(r"^a[0-9]+(?:\.[0-9]+)?b(?:it|instruct|chat)?$")
+
+
+def _moe_by_total_size(parsed: ParsedName, index: dict[str, tuple[str, str | None]]) -> str | None:
+    """Ollama's library tags a mixture-of-experts model by its total size only (``gemma4:26b`` is
+    gemma-4-26B-A4B, ``qwen3:30b`` is Qwen3-30B-A3B): the one model whose name is that size plus an
+    active size, or None when none or several are."""
+    size = (parsed.ollama_tag or "").split("-", 1)[0]
+    if not _TAG_SIZE.match(size):
+        return None
+    found: set[str] = set()
+    for name in spellings(parsed.base):
+        prefix = model_key(f"{name}-{size}")
+        found |= {
+            v[0] for k, v in index.items() if k.startswith(prefix) and _ACTIVE_SIZE.match(k[len(prefix) :])
+        }
+    return found.pop() if len(found) == 1 else None
 
 
 @_catalog_index
@@ -634,6 +716,23 @@ def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
     return ModelMatch(model, variant, _join(match.note, note))
 
 
+# a Hugging Face repo id as typed ("lukealonso/GLM-5.1-NVFP4"), not a local path ("/models/GLM-5.1-NVFP4")
+_REPO_ID = re2.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _other_repo(query: str, variant: Variant | None) -> str:
+    """A catalogued build's name under another organisation is that organisation's own build: its
+    weights are taken as the catalogued one's, and the answer says so."""
+    typed = _REPO_ID.match(query.strip())
+    if typed is None or variant is None or "/" not in variant.id:
+        return ""
+    org = typed.group(1)
+    if org.lower() == variant.id.split("/", 1)[0].lower():
+        return ""
+    who = "a third-party" if org.lower() in names_module.THIRD_PARTY_ORGS else "another"
+    return f"{query.strip()} is {who} {variant.quant} build; weights as {variant.id}"
+
+
 def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     """The catalog model and checkpoint a name means; ``note`` says anything that was assumed.
 
@@ -654,7 +753,9 @@ def resolve_model(query: str, engine: str | None = None) -> ModelMatch:
     if exact is not None and ":" not in q:
         model = by_id[exact[0]]
         variant = next((v for v in model.variants if v.id == exact[1]), None)
-        return _serving_variant(ModelMatch(model, variant if exact[1] else _official(model)), engine)
+        note = _other_repo(q, variant) if exact[1] else ""
+        match = ModelMatch(model, variant if exact[1] else _official(model), note)
+        return _serving_variant(match, engine)
     parsed = parse_name(q)
     if model_key(parsed.base) in _ANONYMOUS_FILES:
         raise NameNotFound(
