@@ -50,10 +50,6 @@ KNOWN_MISSES: dict[str, str] = {
     # so there is no second real example for a signature yet
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
     # wild_2026b.jsonl, as collected (before any fix)
-    # wild_2026c.jsonl, as collected (before any fix)
-    "vllm49482-xpu-zero-free-elided": "the startup free-memory check without 'on startup' and with its tail elided",
-    "vllm41936-asr-encoder-cache-elided": "the encoder-cache limit with the request part elided ('ValueError: ... exceeds')",
-    "sglang14948-no-space-one-request": "SGLang's retract_decode assertion 'No space left for only one request' has no signature",
 }
 
 
