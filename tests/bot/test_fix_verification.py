@@ -23,7 +23,10 @@ KNOWN: dict[tuple[str, str], str] = {
     # kv_needed / max_seq_len (128,064 tokens) and does not scale it by the logged estimate as it does when a
     # model is known (_logged_fit_ratio), so the cap printed is --max-model-len 128000 (a hybrid model's fixed
     # per-request state makes the engine's estimate the lower one)
-    ("wild_2026c.jsonl", "club3090-35-kv-180k-backticked"): "model-less linear KV fit above the logged estimate",
+    (
+        "wild_2026c.jsonl",
+        "club3090-35-kv-180k-backticked",
+    ): "model-less linear KV fit above the logged estimate",
 }
 
 
