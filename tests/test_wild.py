@@ -42,6 +42,7 @@ WILD_FAMILY_CATEGORY = {
     "vllm_sampler_warmup_oom": "gpu_oom",
     "vllm_encoder_cache_exceeded": "context_exceeded",
     "exllamav3_insufficient_vram": "gpu_oom",
+    "rocm_hsa_oom": "gpu_oom",
 }
 
 KNOWN_MISSES: dict[str, str] = {
@@ -50,6 +51,9 @@ KNOWN_MISSES: dict[str, str] = {
     # so there is no second real example for a signature yet
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
     # wild_2026b.jsonl, as collected (before any fix)
+    # wild_2026c.jsonl: the ROCm runtime's out-of-resources abort has one real example only (and the HSA
+    # status alone is not memory: queue, signal and thread creation return it too)
+    "sglang25797-rocm-hsa-out-of-resources": "ROCm's HSA_STATUS_ERROR_OUT_OF_RESOURCES abort has no signature",
 }
 
 

@@ -25,6 +25,10 @@ NO_FIX_YET: set[str] = {
     # llama-server's "context shift is disabled" prints neither the slot's n_ctx nor the token count
     # (tools/server update_slots); the reply lists -c / -np, max_tokens and --context-shift (signature advice)
     "llamacpp.context_exceeded.generation",
+    # SGLang's retract_decode assertion prints only the free slot count (0): how much smaller the context
+    # or larger the pool must be needs max_total_num_tokens and --context-length, which it does not print;
+    # the reply lists the steps (signature advice)
+    "sglang.decode_oom.last_request",
 }
 
 
