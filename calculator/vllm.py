@@ -717,7 +717,7 @@ class VllmEstimate:
         engine asks more per token than modelled (a rule of that build): every plan is scaled by it.
         1.0 where they agree or the log prints no such pair (computed once: the plan in force is fixed)."""
         logged_fit, logged_kv = self.obs.fit_len, self.obs.kv_cache_gib
-        if self.model is None or logged_fit is None or logged_kv is None:
+        if logged_fit is None or logged_kv is None:  # without a model too: its per-token bytes are the log's
             return 1.0
         fit0 = self._raw_capacity(self.plan0, logged_kv.value, None)[0]
         ratio = logged_fit.value / fit0 if fit0 else 1.0

@@ -17,17 +17,7 @@ from bot.shell import find_command
 from calculator.catalog import models
 
 # (corpus, record id) -> why the printed command would not start
-KNOWN: dict[tuple[str, str], str] = {
-    # the paste prints the KV needed for 180,000 tokens (3.05 GiB), the KV there is (2.17 GiB) and the engine's
-    # own estimate (111,456 tokens) but no model: calculator/vllm.py sizes a model-less plan linearly from
-    # kv_needed / max_seq_len (128,064 tokens) and does not scale it by the logged estimate as it does when a
-    # model is known (_logged_fit_ratio), so the cap printed is --max-model-len 128000 (a hybrid model's fixed
-    # per-request state makes the engine's estimate the lower one)
-    (
-        "wild_2026c.jsonl",
-        "club3090-35-kv-180k-backticked",
-    ): "model-less linear KV fit above the logged estimate",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
