@@ -42,6 +42,7 @@ WILD_FAMILY_CATEGORY = {
     "vllm_sampler_warmup_oom": "gpu_oom",
     "vllm_encoder_cache_exceeded": "context_exceeded",
     "exllamav3_insufficient_vram": "gpu_oom",
+    "llamacpp_host_memory": "host_memory",
 }
 
 KNOWN_MISSES: dict[str, str] = {
@@ -50,6 +51,12 @@ KNOWN_MISSES: dict[str, str] = {
     # so there is no second real example for a signature yet
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
     # wild_2026b.jsonl, as collected (before any fix)
+    # wild_2026d.jsonl, as collected (before any fix)
+    "llamacpp24343-dflash-ctx-other": "a context init that failed for a non-allocation reason is read as memory",
+    "openhuman3550-lmstudio-n-keep": "LM Studio's n_keep >= n_ctx context error has no signature",
+    "koboldcpp1750-tts-aligned-malloc": "ggml's host allocator failure (ggml_aligned_malloc) has no signature",
+    "koboldcpp2089-rocm-fattn-assert": "a compute-buffer report line before a non-memory GGML_ASSERT counts as memory",
+    "iklcpp1483-sched-reserving-debug": "a compute-buffer report line counts as memory on a paste with no failure",
 }
 
 
