@@ -52,9 +52,6 @@ KNOWN_MISSES: dict[str, str] = {
     "sglang7691-negative-profiled": "a negative 'profiled value' of the KV pool has no signature",
     # wild_2026b.jsonl, as collected (before any fix)
     # wild_2026d.jsonl, as collected (before any fix)
-    "llamacpp24343-dflash-ctx-other": "a context init that failed for a non-allocation reason is read as memory",
-    "openhuman3550-lmstudio-n-keep": "LM Studio's n_keep >= n_ctx context error has no signature",
-    "koboldcpp1750-tts-aligned-malloc": "ggml's host allocator failure (ggml_aligned_malloc) has no signature",
     "koboldcpp2089-rocm-fattn-assert": "a compute-buffer report line before a non-memory GGML_ASSERT counts as memory",
     "iklcpp1483-sched-reserving-debug": "a compute-buffer report line counts as memory on a paste with no failure",
 }
