@@ -418,3 +418,19 @@ def test_llama_server_bind_failure_names_the_port():
     root, _ = _root(text)
     assert root.signature == "llamacpp.port_in_use"
     assert root.params == {"host": "0.0.0.0", "port": "8033"}
+
+
+def test_fit_abort_reads_the_projection_printed_before_it():
+    text = (
+        "Jun 01 08:00:01 box llama-server[7]: common_params_fit_impl: projected to use 30211 MiB of device "
+        "memory vs. 23817 MiB of free device memory\n"
+        "Jun 01 08:00:01 box llama-server[7]: common_params_fit_impl: cannot meet free memory target of "
+        "1024 MiB, need to reduce device memory by 7418 MiB\n"
+        "Jun 01 08:00:01 box llama-server[7]: common_fit_params: failed to fit params to free device memory: "
+        "n_gpu_layers already set by user to 99, abort\n"
+    )
+    root, _ = _root(text)
+    assert root.signature == "llamacpp.fit_failed"
+    assert root.params["projected_mib"] == 30211
+    assert root.params["free_mib"] == 23817
+    assert root.params["reason"] == "n_gpu_layers already set by user to 99, abort"
