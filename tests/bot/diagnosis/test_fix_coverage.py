@@ -25,6 +25,9 @@ NO_FIX_YET: set[str] = {
     # llama-server's "context shift is disabled" prints neither the slot's n_ctx nor the token count
     # (tools/server update_slots); the reply lists -c / -np, max_tokens and --context-shift (signature advice)
     "llamacpp.context_exceeded.generation",
+    # LM Studio's n_keep >= n_ctx: the lever is the Context Length the model is loaded with, set in LM
+    # Studio's load settings, so there is no command to print; the reply names the length (advice)
+    "lmstudio.context_exceeded.n_keep",
 }
 
 
