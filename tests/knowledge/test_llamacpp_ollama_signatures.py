@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core import GardenBot, Paste
 from bot.detector import detect
+from bot.formatter import to_markdown
 from knowledge.schema import MEMORY_CATEGORIES
 
 
@@ -332,3 +334,103 @@ def test_context_shift_disabled_is_the_generation_limit_not_the_prompt():
     root, _ = _root("srv    send_error: task id = 7, error: context shift is disabled")
     assert root.signature == "llamacpp.context_exceeded.generation"
     assert root.category == "context_exceeded"
+
+
+# ---------------------------------------------------------------- wordings from wild_2026d (other prefixes)
+
+
+def test_a_context_refused_for_a_parameter_is_no_memory_finding():
+    # journald prefix and an n_seq_max reason: a check on -np, not an allocation
+    text = (
+        "Mar 02 10:11:12 box llama-server[88]: llama_init_from_model: failed to initialize the context: "
+        "n_seq_max must be <= 256\n"
+        "Mar 02 10:11:12 box llama-server[88]: common_init_from_params: failed to create context with model "
+        "'/m/q.gguf'\n"
+    )
+    root, detection = _root(text)
+    assert root.signature == "llamacpp.context_init_failed.not_memory"
+    assert root.params["reason"] == "n_seq_max must be <= 256"
+    assert not [f.signature for f in detection.findings if f.category in MEMORY_CATEGORIES]
+
+
+def test_a_context_refused_after_a_cudamalloc_failure_stays_memory():
+    text = (
+        "E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: "
+        "cudaMalloc failed: out of memory\n"
+        "E llama_init_from_model: failed to initialize the context: n_seq_max must be <= 256\n"
+    )
+    ids = [f.signature for f in detect(text).findings]
+    assert "llamacpp.context_init_failed.not_memory" not in ids
+
+
+def test_fit_under_tensor_split_is_a_skipped_fit_not_a_projected_deficit():
+    text = (
+        "llama-server  | 0.00.039.524 W common_fit_params: failed to fit params to free device memory: "
+        "llama_params_fit is not implemented for SPLIT_MODE_TENSOR, abort\n"
+    )
+    root, detection = _root(text)
+    assert root.signature == "llamacpp.fit_skipped.split_mode_tensor"
+    assert "llamacpp.fit_failed" not in [f.signature for f in detection.findings]
+
+
+def test_ggml_host_allocator_failure_is_host_memory_in_mib():
+    # ggml.c prints size / 2^20 with %6.2f and calls it MB: the number is MiB, read exactly
+    text = (
+        "0.00.806.033 E ggml_aligned_malloc: insufficient memory (attempted to allocate 60438.47 MB)\n"
+        "0.00.806.050 E ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 63374323968\n"
+    )
+    root, _ = _root(text)
+    assert root.category == "host_memory"
+    assert root.params["alloc_bytes"] == 63374323968  # the exact byte count wins when both lines are there
+    alone, _ = _root(text.splitlines()[0])
+    assert alone.signature == "llamacpp.host_memory.cpu_buffer"
+    assert alone.params == {"alloc_mib": 60438.47}
+
+
+def test_lmstudio_n_keep_reply_gives_lmstudio_levers_not_llama_server_flags():
+    text = (
+        'Chat request failed (400): {"error":"The number of tokens to keep from the initial prompt is '
+        "greater than the context length (n_keep: 20481 >= n_ctx: 8192). Try to load the model with a "
+        'larger context length, or provide a shorter input."}'
+    )
+    root, _ = _root(text)
+    assert root.signature == "lmstudio.context_exceeded.n_keep"
+    assert root.params == {"requested_tokens": 20481, "n_ctx": 8192}
+    reply = GardenBot().triage(Paste(text, False, []))
+    assert reply is not None
+    markdown = to_markdown(reply)
+    assert "above 20,481 tokens" in markdown
+    assert "-c " not in markdown and "--ctx-size" not in markdown
+
+
+def test_flash_attention_occupancy_assert_is_not_memory():
+    text = (
+        "ggml/src/ggml-cuda/template-instances/../fattn-common.cuh:931: "
+        "GGML_ASSERT(max_blocks_per_sm > 0) failed\n"
+    )
+    root, detection = _root(text)
+    assert root.signature == "llamacpp.flash_attn_occupancy_assert"
+    assert not [f.signature for f in detection.findings if f.category in MEMORY_CATEGORIES]
+
+
+def test_llama_server_bind_failure_names_the_port():
+    text = "0.00.520.900 E srv    main: couldn't bind HTTP server socket, hostname: 0.0.0.0, port: 8033\n"
+    root, _ = _root(text)
+    assert root.signature == "llamacpp.port_in_use"
+    assert root.params == {"host": "0.0.0.0", "port": "8033"}
+
+
+def test_fit_abort_reads_the_projection_printed_before_it():
+    text = (
+        "Jun 01 08:00:01 box llama-server[7]: common_params_fit_impl: projected to use 30211 MiB of device "
+        "memory vs. 23817 MiB of free device memory\n"
+        "Jun 01 08:00:01 box llama-server[7]: common_params_fit_impl: cannot meet free memory target of "
+        "1024 MiB, need to reduce device memory by 7418 MiB\n"
+        "Jun 01 08:00:01 box llama-server[7]: common_fit_params: failed to fit params to free device memory: "
+        "n_gpu_layers already set by user to 99, abort\n"
+    )
+    root, _ = _root(text)
+    assert root.signature == "llamacpp.fit_failed"
+    assert root.params["projected_mib"] == 30211
+    assert root.params["free_mib"] == 23817
+    assert root.params["reason"] == "n_gpu_layers already set by user to 99, abort"

@@ -29,6 +29,9 @@ NO_FIX_YET: set[str] = {
     # or larger the pool must be needs max_total_num_tokens and --context-length, which it does not print;
     # the reply lists the steps (signature advice)
     "sglang.decode_oom.last_request",
+    # LM Studio's n_keep >= n_ctx: the lever is the Context Length the model is loaded with, set in LM
+    # Studio's load settings, so there is no command to print; the reply names the length (advice)
+    "lmstudio.context_exceeded.n_keep",
 }
 
 
