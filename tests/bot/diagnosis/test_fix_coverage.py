@@ -25,6 +25,14 @@ NO_FIX_YET: set[str] = {
     # llama-server's "context shift is disabled" prints neither the slot's n_ctx nor the token count
     # (tools/server update_slots); the reply lists -c / -np, max_tokens and --context-shift (signature advice)
     "llamacpp.context_exceeded.generation",
+    # an OOM while vLLM loads the weights: the paste prints what this process holds (about the whole GPU,
+    # since that is when it fails), not the model's size, so no tensor-parallel size or quantization can be
+    # sized from it; the reply lists splitting and quantizing (signature advice)
+    "vllm.gpu_oom.weight_loading",
+    "vllm.gpu_oom.weight_loading_other_process",
+    # an OOM in the memory profile: the message prints one allocation, not the activation peak per
+    # batched token, so how many fewer tokens or sequences fit is unknown; the reply lists both (advice)
+    "vllm.gpu_oom.profile_run",
 }
 
 
