@@ -249,7 +249,14 @@ class Example:
 
 
 Form = Literal[
-    "capacity_short", "budget_over", "capability_below", "constraint_violated", "report", "wrapper", "advice"
+    "capacity_short",
+    "budget_over",
+    "capability_below",
+    "constraint_violated",
+    "report",
+    "wrapper",
+    "advice",
+    "static_share",
 ]
 
 

@@ -15,6 +15,7 @@ from bot.diagnosis.capacity import capacity_short
 from bot.diagnosis.constraint import constraint_violated
 from bot.diagnosis.over import budget_over
 from bot.diagnosis.report import report
+from bot.diagnosis.static_share import static_share
 from bot.diagnosis.wrapper import wrapper
 from bot.reply import Reply
 from bot.situation import Situation, read
@@ -40,6 +41,7 @@ FORMS: dict[str, Form] = {
     "constraint_violated": constraint_violated,
     "report": report,
     "advice": advice,
+    "static_share": static_share,
 }
 
 

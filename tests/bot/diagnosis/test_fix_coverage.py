@@ -32,6 +32,14 @@ NO_FIX_YET: set[str] = {
     # LM Studio's n_keep >= n_ctx: the lever is the Context Length the model is loaded with, set in LM
     # Studio's load settings, so there is no command to print; the reply names the length (advice)
     "lmstudio.context_exceeded.n_keep",
+    # an OOM while vLLM loads the weights: the paste prints what this process holds (about the whole GPU,
+    # since that is when it fails), not the model's size, so no tensor-parallel size or quantization can be
+    # sized from it; the reply lists splitting and quantizing (signature advice)
+    "vllm.gpu_oom.weight_loading",
+    "vllm.gpu_oom.weight_loading_other_process",
+    # an OOM in the memory profile: the message prints one allocation, not the activation peak per
+    # batched token, so how many fewer tokens or sequences fit is unknown; the reply lists both (advice)
+    "vllm.gpu_oom.profile_run",
 }
 
 
