@@ -111,6 +111,9 @@ TERMINAL_WRAP = 80
 _RECORD_CHARS = frozenset(" \t$#>*-[(|`")
 _RECORD_WORDS = tuple('Traceback|File "|During handling|The above exception|INFO|ERROR|WARN|DEBUG'.split("|"))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
+# whether a (non-empty) physical line starts a new record rather than continuing a wrapped one: it starts
+# with one of _RECORD_CHARS or _RECORD_WORDS, an identifier ending in Error/Exception/Warning/Exit, one
+# followed by "=", a lower-case one followed by ": ", or a list number ("12. ")
 _RECORD_START = re.compile(
     "["
     + re.escape("".join(sorted(_RECORD_CHARS)))
@@ -251,14 +254,6 @@ def strip_prefixes(text: str, mark: str = _MARK) -> str:
     if head is not None:
         text = mark + text[head.end() - 1 :]
     return _PREFIX_M.sub("\n" + mark, text)
-
-
-def is_record_start(line: str) -> bool:
-    """Whether a (non-empty) physical line starts a new record rather than continuing a wrapped one:
-    it starts with one of ``_RECORD_CHARS`` or ``_RECORD_WORDS``, with an identifier that ends in
-    Error/Exception/Warning/Exit, that is followed by ``=``, or that is lower-case and followed by
-    ``: ``, or with a list number (``12. ``).  One match of :data:`_RECORD_START`."""
-    return _RECORD_START.match(line) is not None
 
 
 def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:

@@ -261,12 +261,7 @@ WINDOW_BATCH = 1 << 20  # bytes of runs read together: the windows of a long log
 def _batches(runs: list[Run], lines: list[bytes]) -> Iterator[tuple[list[Run], int]]:
     """The runs in batches of about WINDOW_BATCH bytes, each with the first line a later batch reads."""
     ends = list(itertools.accumulate(map(len, lines), initial=0))
-    sizes = map(
-        operator.sub,
-        map(ends.__getitem__, [b + 1 for _a, b, _c in runs]),
-        map(ends.__getitem__, [a for a, _b, _c in runs]),
-    )
-    total = list(itertools.accumulate(sizes))
+    total = list(itertools.accumulate(ends[b + 1] - ends[a] for a, b, _c in runs))  # bytes up to each run
     pos = 0
     while pos < len(runs):
         end = max(pos + 1, bisect.bisect_right(total, (total[pos - 1] if pos else 0) + WINDOW_BATCH, pos))

@@ -16,7 +16,7 @@ from bot.gpu_mentions import gpu_backend, gpu_mentions
 from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
 from calculator.catalog import GPU
-from calculator.commands import spellings
+from calculator.commands import SETTING_FLAGS, spellings
 from calculator.from_log import speculative_config, speculative_cut
 from calculator.plan import Sourced
 from calculator.resolve import ModelMatch, NameNotFound, resolve_gpu, resolve_model
@@ -30,44 +30,10 @@ from knowledge.features import (
     version_hints,
 )
 from knowledge.log_lines import release_range
+from knowledge.schema import SETTING_CONTEXT_FIELDS as CONTEXT_FIELDS
 
 if TYPE_CHECKING:
     from knowledge.levers import Backend
-
-# the flag each engine setting is written with (every spelling: calculator.commands.spellings)
-SETTING_FLAGS: dict[str, dict[str, str]] = {
-    "vllm": {
-        "max_len": "--max-model-len", "util": "--gpu-memory-utilization", "kv_dtype": "--kv-cache-dtype",
-        "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "max_seqs": "--max-num-seqs",
-        "batched_tokens": "--max-num-batched-tokens", "eager": "--enforce-eager", "model": "--model",
-        "quantization": "--quantization", "dtype": "--dtype",
-    },
-    "llama.cpp": {
-        "max_len": "-c", "cache_type_k": "-ctk", "cache_type_v": "-ctv", "flash_attn": "-fa", "gpu_layers": "-ngl",
-        "parallel": "-np", "ubatch": "-ub", "model": "-m", "no_kv_offload": "-nkvo",
-    },
-    "sglang": {
-        "max_len": "--context-length", "util": "--mem-fraction-static", "kv_dtype": "--kv-cache-dtype",
-        "tp": "--tp", "max_seqs": "--max-running-requests", "model": "--model-path",
-    },
-    "tgi": {"max_len": "--max-total-tokens", "model": "--model-id", "tp": "--num-shard"},
-}  # fmt: skip
-# the detector's context fields (log) for each setting, by engine
-CONTEXT_FIELDS: dict[str, dict[str, str]] = {
-    "vllm": {
-        "max_len": "max_model_len", "util": "gpu_memory_utilization", "kv_dtype": "kv_cache_dtype",
-        "tp": "tp", "pp": "pp", "max_seqs": "max_num_seqs", "batched_tokens": "max_num_batched_tokens",
-        "eager": "enforce_eager", "quantization": "quantization", "dtype": "dtype",
-    },
-    "llama.cpp": {
-        "max_len": "n_ctx", "cache_type_k": "cache_type_k", "cache_type_v": "cache_type_v",
-        "flash_attn": "flash_attn", "gpu_layers": "n_gpu_layers", "parallel": "n_parallel",
-    },
-    "ollama": {"max_len": "n_ctx", "parallel": "n_parallel", "cache_type_k": "cache_type_k"},
-    "sglang": {"max_len": "context_length", "util": "mem_fraction_static", "max_seqs": "max_running_requests",
-               "tp": "tp", "kv_dtype": "kv_cache_dtype"},
-    "tgi": {"max_len": "max_total_tokens"},
-}  # fmt: skip
 
 
 @dataclass

@@ -1,9 +1,7 @@
 """Operators' stats from the bot's database: what people ask about most, and which answers they rate worst.
 
 ``report(storage, since_seconds)`` returns a plain-text table (for a terminal, or a code block in chat);
-``parse_period("7d")`` turns the usual shorthand into seconds.  Feedback counted in the report is the
-feedback given during the same period.
-"""
+``parse_period("7d")`` turns the usual shorthand into seconds.  The feedback counted is that of the period."""
 
 from __future__ import annotations
 

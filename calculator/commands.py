@@ -80,6 +80,25 @@ FLAG_GROUPS: dict[str, tuple[list[tuple[str, ...]], set[str]]] = {
     "tgi": (TGI_FLAGS, set()),
 }
 
+# the flag each engine setting is written with (every spelling: spellings)
+SETTING_FLAGS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "max_len": "--max-model-len", "util": "--gpu-memory-utilization", "kv_dtype": "--kv-cache-dtype",
+        "tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "max_seqs": "--max-num-seqs",
+        "batched_tokens": "--max-num-batched-tokens", "eager": "--enforce-eager", "model": "--model",
+        "quantization": "--quantization", "dtype": "--dtype",
+    },
+    "llama.cpp": {
+        "max_len": "-c", "cache_type_k": "-ctk", "cache_type_v": "-ctv", "flash_attn": "-fa", "gpu_layers": "-ngl",
+        "parallel": "-np", "ubatch": "-ub", "model": "-m", "no_kv_offload": "-nkvo",
+    },
+    "sglang": {
+        "max_len": "--context-length", "util": "--mem-fraction-static", "kv_dtype": "--kv-cache-dtype",
+        "tp": "--tp", "max_seqs": "--max-running-requests", "model": "--model-path",
+    },
+    "tgi": {"max_len": "--max-total-tokens", "model": "--model-id", "tp": "--num-shard"},
+}  # fmt: skip
+
 _CONTINUATION = re.compile(r"\\\s*\n")
 
 

@@ -234,6 +234,22 @@ CONTEXT_FIELDS = (
     "page_size_forced",
     "pp_chunk_profile_failed",
 )
+# the context field (above) a log states each engine setting in, by engine (bot/situation.py reads them)
+SETTING_CONTEXT_FIELDS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "max_len": "max_model_len", "util": "gpu_memory_utilization", "kv_dtype": "kv_cache_dtype",
+        "tp": "tp", "pp": "pp", "max_seqs": "max_num_seqs", "batched_tokens": "max_num_batched_tokens",
+        "eager": "enforce_eager", "quantization": "quantization", "dtype": "dtype",
+    },
+    "llama.cpp": {
+        "max_len": "n_ctx", "cache_type_k": "cache_type_k", "cache_type_v": "cache_type_v",
+        "flash_attn": "flash_attn", "gpu_layers": "n_gpu_layers", "parallel": "n_parallel",
+    },
+    "ollama": {"max_len": "n_ctx", "parallel": "n_parallel", "cache_type_k": "cache_type_k"},
+    "sglang": {"max_len": "context_length", "util": "mem_fraction_static", "max_seqs": "max_running_requests",
+               "tp": "tp", "kv_dtype": "kv_cache_dtype"},
+    "tgi": {"max_len": "max_total_tokens"},
+}  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

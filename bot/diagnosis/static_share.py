@@ -31,9 +31,7 @@ def _pre_load_gib(situation: Situation) -> float | None:
     free after the weights plus what they took (SGLang: mem usage = before - after)."""
     pre = _float(situation, "pre_load_avail_gib")
     after, weights = _float(situation, "avail_after_weights_gib"), _float(situation, "weights_gib")
-    if pre is None and after is not None and weights is not None:
-        pre = after + weights
-    return pre if pre else None
+    return pre or (after + weights if after is not None and weights is not None else None) or None
 
 
 def _floor(situation: Situation, pre: float | None) -> tuple[float | None, str]:

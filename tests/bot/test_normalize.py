@@ -293,7 +293,7 @@ def test_surrogates_and_invisible_characters_in_non_ascii_text():
 
 
 def _record_start_reference(line: str) -> bool:
-    """is_record_start as it was written before it became one regex: the definition."""
+    """Whether a line starts a record, as it was written before it became one regex (normalize._RECORD_START)."""
     if line[0] in N._RECORD_CHARS or line.startswith(N._RECORD_WORDS):
         return True
     m = N._IDENT.match(line)
@@ -317,7 +317,7 @@ def _record_start_reference(line: str) -> bool:
     ],
 )  # fmt: skip
 def test_record_start_regex_matches_its_definition(line):
-    assert N.is_record_start(line) is _record_start_reference(line)
+    assert (N._RECORD_START.match(line) is not None) is _record_start_reference(line)
 
 
 def test_record_start_regex_on_random_lines():
@@ -342,7 +342,7 @@ def test_record_start_regex_on_random_lines():
     ]
     for _ in range(20000):
         line = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))
-        assert N.is_record_start(line) is _record_start_reference(line), line
+        assert (N._RECORD_START.match(line) is not None) is _record_start_reference(line), line
 
 
 def _cloudwatch_reference(text: str) -> str:

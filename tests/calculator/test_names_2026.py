@@ -578,8 +578,8 @@ def test_the_harvest_is_long_enough():
     assert len({n for n, _ in GPUS}) == len(GPUS) >= 55
 
 
-@pytest.mark.parametrize(("name", "model_id", "label", "noted"), MODELS, ids=[m[0] for m in MODELS])
-def test_model_name_resolves_exactly_or_asks(name: str, model_id: str | None, label: str | None, noted: bool):
+def assert_model_resolves(name: str, model_id: str | None, label: str | None, noted: bool) -> None:
+    """The name resolves to exactly that model and variant (a note said or not), or asks (None)."""
     if model_id is None:
         with pytest.raises(NameNotFound):
             resolve_model(name)
@@ -589,13 +589,23 @@ def test_model_name_resolves_exactly_or_asks(name: str, model_id: str | None, la
     assert bool(match.note) is noted, match.note
 
 
-@pytest.mark.parametrize(("name", "gpu_id"), GPUS, ids=[g[0] for g in GPUS])
-def test_gpu_name_resolves_exactly_or_asks(name: str, gpu_id: str | None):
+def assert_gpu_resolves(name: str, gpu_id: str | None) -> None:
+    """The name resolves to exactly that GPU, or asks (None)."""
     if gpu_id is None:
         with pytest.raises(NameNotFound):
             resolve_gpu(name)
         return
     assert resolve_gpu(name).id == gpu_id
+
+
+@pytest.mark.parametrize(("name", "model_id", "label", "noted"), MODELS, ids=[m[0] for m in MODELS])
+def test_model_name_resolves_exactly_or_asks(name: str, model_id: str | None, label: str | None, noted: bool):
+    assert_model_resolves(name, model_id, label, noted)
+
+
+@pytest.mark.parametrize(("name", "gpu_id"), GPUS, ids=[g[0] for g in GPUS])
+def test_gpu_name_resolves_exactly_or_asks(name: str, gpu_id: str | None):
+    assert_gpu_resolves(name, gpu_id)
 
 
 @pytest.mark.parametrize(

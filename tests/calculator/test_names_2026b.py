@@ -16,6 +16,7 @@ from calculator.catalog import variant_weight_bytes
 from calculator.kv import vllm_layout
 from calculator.resolve import NameNotFound, resolve_gpu, resolve_model
 from calculator.units import GIB
+from tests.calculator.test_names_2026 import assert_gpu_resolves, assert_model_resolves
 
 MODELS: list[tuple[str, str | None, str | None, bool]] = [
     # https://github.com/ggml-org/llama.cpp/issues/24100
@@ -277,22 +278,12 @@ def test_the_harvest_is_long_enough():
 
 @pytest.mark.parametrize(("name", "model_id", "label", "noted"), MODELS, ids=[m[0] for m in MODELS])
 def test_model_name_resolves_exactly_or_asks(name: str, model_id: str | None, label: str | None, noted: bool):
-    if model_id is None:
-        with pytest.raises(NameNotFound):
-            resolve_model(name)
-        return
-    match = resolve_model(name)
-    assert (match.model.id, match.label) == (model_id, label)
-    assert bool(match.note) is noted, match.note
+    assert_model_resolves(name, model_id, label, noted)
 
 
 @pytest.mark.parametrize(("name", "gpu_id"), GPUS, ids=[g[0] for g in GPUS])
 def test_gpu_name_resolves_exactly_or_asks(name: str, gpu_id: str | None):
-    if gpu_id is None:
-        with pytest.raises(NameNotFound):
-            resolve_gpu(name)
-        return
-    assert resolve_gpu(name).id == gpu_id
+    assert_gpu_resolves(name, gpu_id)
 
 
 def test_a_sibling_of_a_vendor_id_that_names_its_precision_is_that_model_in_its_own_quant():

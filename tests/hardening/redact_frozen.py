@@ -12,7 +12,7 @@ import itertools
 import operator
 from dataclasses import dataclass
 
-from bot.normalize import is_record_start, strip_prefixes, visible, wrapped_mid_record
+from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
 from bot.secret_rules import RuleSet, default_rules
 
 
@@ -165,7 +165,7 @@ def _runs(lines: list[str], raw: list[int]) -> list[Run]:
             and raw[last + 1] <= raw[last] + TAB_SLACK  # a wrap is never wider than its line
             and lines[last + 1].strip()
             and (
-                not is_record_start(lines[last + 1])
+                _RECORD_START.match(lines[last + 1]) is None
                 or wrapped_mid_record(raw[last], lines[last], lines[last + 1])
             )
         ):
