@@ -114,10 +114,10 @@ class GardenBot:
 
     def triage(self, paste: Paste, addressed: bool = True) -> Reply | None:
         detection = self.detector.detect(paste.text, paste.prefix_cuts)
+        if not addressed and (detection.root is None or detection.root.severity == "info"):
+            return None  # unasked, a log that only reports memory (no failure) gets no reply
         reply = diagnose_safely(detection)
         if reply is None:
-            if not addressed:
-                return None
             reply = no_finding_reply(sorted({s.engine for s in self.detector.kb.signatures}))
         if paste.truncated:
             reply.notes.append(

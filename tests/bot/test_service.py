@@ -114,6 +114,17 @@ async def test_passive_unknown_error_is_silent_but_asked_gets_answer():
     assert asked.reply is not None and asked.reply.kind == "no_finding"
 
 
+async def test_passive_memory_report_alone_is_silent_but_asked_gets_it():
+    # wild_2026d.jsonl iklcpp1483: llama.cpp's compute-buffer lines with no failure after them
+    report = "llama_init_from_model:      CUDA0 compute buffer size =   892.00 MiB\nllama_init_from_model: graph splits = 69"
+    svc = GardenService()
+    passive = await svc.handle(msg(text=report))
+    assert passive.kind == "ignored" and passive.reply is None
+    asked = await svc.handle(msg("9", text=report, mentioned=True))
+    assert asked.reply is not None and asked.reply.title == "llama.cpp: compute buffer size"
+    assert (await svc.handle(msg("10", text=KV))).reply is not None  # a failure is still answered unasked
+
+
 async def test_secret_redacted_and_warned():
     svc = GardenService()
     token = "hf_" + "Q" * 34
