@@ -1,0 +1,310 @@
+"""Reply review: every held-out paste's reply in one Markdown file, plus mechanical checks on the text.
+
+Each record of tests/data/wild_*.jsonl goes through the path of ``gpu-garden triage``
+(adapters/cli.py cmd_triage): ``bot.redact.redact``, ``GardenBot.triage(addressed=True)`` with the
+redaction notice, then ``bot.formatter.to_markdown`` (the chat-sized reply the CLI prints by default).
+The full reply (``to_markdown(full=True)``, what ``--full`` prints) is checked too.  The Markdown file
+holds id, source and the reply, so a person can read all of them in one go.
+
+Checks (a table of offenders; "report" marks the ones that are only listed, not counted as defects):
+
+- ``unfilled``: a sentence with a ``{placeholder}``, ``None``, ``nan`` or ``-0``;
+- ``duplicate``: the same sentence twice in one reply (chat or full);
+- ``empty_heading``: a heading (``## ...``, a ``**...**`` line, "Same model elsewhere:") with nothing under it;
+- ``other_engine``: the cause (the summary) names an engine other than the paste's (an engine the
+  paste's one runs on, e.g. llama.cpp under Ollama, is allowed);
+- ``foreign_flag``: an advice line for the paste's own engine names a flag that knowledge/levers.yaml
+  gives another engine and not this one (vLLM flags in an Ollama reply);
+- ``number`` (report): a number in the reply's prose that appears nowhere in the paste (many are computed);
+- ``over_2000`` (report): the chat reply is over Discord's 2,000-character message limit before the adapter
+  splits it.
+
+Run: .venv/bin/python bench/reply_review.py [--out replies.md] [--numbers] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import re2
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bot.core import GardenBot, Paste  # noqa: E402
+from bot.formatter import to_markdown  # noqa: E402
+from bot.redact import redact, with_notice  # noqa: E402
+from knowledge.levers import levers  # noqa: E402
+
+DATA = ROOT / "tests" / "data"
+DISCORD_LIMIT = 2000  # Discord's message content limit (shared reference: Discord/Slack limits)
+DEFECTS = ("unfilled", "duplicate", "empty_heading", "other_engine", "foreign_flag")
+REPORTS = ("number", "over_2000")
+
+# how a reply spells each engine, and the engines a paste's engine runs on (it may name those)
+ENGINE_WORDS = {
+    "vllm": ("vLLM",),
+    "llama.cpp": ("llama.cpp", "llama-server", "llama-cli"),
+    "ollama": ("Ollama",),
+    "sglang": ("SGLang",),
+    "tgi": ("TGI", "text-generation-inference"),
+}
+RUNS_ON = {
+    "ollama": {"llama.cpp"},
+    "lmstudio": {"llama.cpp"},
+    "koboldcpp": {"llama.cpp"},
+    "llama-cpp-python": {"llama.cpp"},
+    "localai": {"llama.cpp", "vllm"},
+    "aphrodite": {"vllm"},
+    "vllm.rs": {"vllm"},
+}
+# the engine whose flag set applies to a paste's engine (forks and wrappers take their base's flags)
+FLAG_ENGINE = {"llama-cpp-python": "llama.cpp", "koboldcpp": "llama.cpp", "aphrodite": "vllm"}
+
+_PLACEHOLDER = re2.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+_UNFILLED = re2.compile(r"(?:^|[^A-Za-z0-9_.])(None|nan|-0(?:\.0+)?)(?:$|[^A-Za-z0-9_.]|\.(?:\s|$))")
+_SENTENCE_END = re2.compile(r"(?:[.!?])(?:\s+|$)")
+_FENCE = re2.compile(r"^`{3,}")
+_HEADING = re2.compile(r"^(?:#{1,6} .+|\*\*[^*]+\*\*:?|Same model elsewhere:)$")
+_FLAG = re2.compile(r"(?:^|[\s`(])(--?[a-z][a-z0-9-]*)")
+# a flag of another program (python -c) or one named with its engine ("SGLang --disable-cuda-graph")
+_NAMED = re2.compile(r"(?:python3?|vLLM|SGLang|llama\.cpp|Ollama|TGI):? `?--?[a-z][a-z0-9-]*")
+_NUMBER = re2.compile(r"(?:^|[^A-Za-z0-9_.\-/])(\d[\d,]*(?:\.\d+)?)(?:$|[^A-Za-z0-9_])")
+_PASTE_NUMBER = re2.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+@dataclass
+class Review:
+    id: str
+    source: str
+    engine: str
+    family: str
+    chat: str
+    full: str
+    kind: str = ""
+    found: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, kind: str, what: str) -> None:
+        self.found.setdefault(kind, []).append(what)
+
+
+def records() -> list[dict]:
+    out: list[dict] = []
+    for path in sorted(DATA.glob("wild_*.jsonl")):
+        out += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return out
+
+
+def reply_for(bot: GardenBot, text: str) -> tuple[str, str, str]:
+    """(chat reply, full reply, the reply's kind) on the CLI's path; empty when the bot does not answer."""
+    cleaned = redact(text)
+    paste = Paste(cleaned.text, False, 0, cleaned.prefix_cuts)
+    reply = with_notice(bot.triage(paste, addressed=True), cleaned.kinds)
+    if reply is None:
+        return "", "", ""
+    return to_markdown(reply), to_markdown(reply, full=True), reply.kind
+
+
+def prose(markdown: str) -> list[str]:
+    """The reply's lines outside code fences (the memory bar's block is a fence too)."""
+    lines: list[str] = []
+    inside = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line.strip()):
+            inside = not inside
+            continue
+        if not inside:
+            lines.append(line)
+    return lines
+
+
+def sentences(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    for line in lines:
+        text = line.strip().strip("_*-").strip()
+        start = 0
+        for m in _SENTENCE_END.finditer(text):
+            out.append(text[start : m.end()].strip())
+            start = m.end()
+        if text[start:].strip():
+            out.append(text[start:].strip())
+    return [s for s in out if s]
+
+
+def flag_sets() -> dict[str, set[str]]:
+    flags: dict[str, set[str]] = {}
+    for lever in levers().levers:
+        for engine, spelling in lever.engines.items():
+            names = {spelling.flag, *spelling.also} - {None}
+            flags.setdefault(engine, set()).update(n for n in names if n and n.startswith("-"))
+    return flags
+
+
+def check_unfilled(r: Review) -> None:
+    for s in sentences(prose(r.full)):
+        if _PLACEHOLDER.search(s) or _UNFILLED.search(s):
+            r.add("unfilled", s)
+
+
+def check_duplicates(r: Review) -> None:
+    for label, text in (("chat", r.chat), ("full", r.full)):
+        counts = Counter(s for s in sentences(prose(text)) if len(s) > 25)
+        for s, n in counts.items():
+            if n > 1:
+                r.add("duplicate", f"{label} x{n}: {s}")
+
+
+def check_headings(r: Review) -> None:
+    for label, text in (("chat", r.chat), ("full", r.full)):
+        lines = text.rstrip("\n").split("\n")
+        for i, line in enumerate(lines):
+            if not _HEADING.match(line.strip()) or (i == 0 and line.startswith("## ")):
+                continue
+            rest = next((x.strip() for x in lines[i + 1 :] if x.strip()), "")
+            if not rest or _HEADING.match(rest):
+                r.add("empty_heading", f"{label}: {line.strip()}")
+
+
+def summary_of(full: str) -> str:
+    """The cause: the paragraph under the title, up to the first section heading."""
+    body: list[str] = []
+    for line in full.split("\n")[1:]:
+        if _HEADING.match(line.strip()):
+            break
+        body.append(line)
+    return " ".join(body).strip()
+
+
+def check_engine(r: Review) -> None:
+    allowed = {r.engine} | RUNS_ON.get(r.engine, set())
+    if r.engine not in ENGINE_WORDS or r.kind != "diagnosis":
+        return  # PyTorch, MLX, ...: a cause may well name the engine the script ran under
+    cause = summary_of(r.full)
+    for engine, words in ENGINE_WORDS.items():
+        if engine in allowed:
+            continue
+        for word in words:
+            if re2.search(rf"(?:^|[^A-Za-z0-9]){re2.escape(word)}(?:$|[^A-Za-z0-9])", cause):
+                r.add("other_engine", f"{word}: {cause[:160]}")
+
+
+def advice_lines(chat: str) -> list[str]:
+    """The chat reply's own-engine advice: everything except the 'Same model elsewhere' list."""
+    out: list[str] = []
+    elsewhere = False
+    for line in chat.split("\n"):
+        if line.strip() == "Same model elsewhere:":
+            elsewhere = True
+            continue
+        if elsewhere and line.startswith("- on "):
+            continue
+        elsewhere = False
+        out.append(line)
+    return out
+
+
+def check_flags(r: Review, flags: dict[str, set[str]]) -> None:
+    own = flags.get(FLAG_ENGINE.get(r.engine, r.engine))
+    if own is None:
+        return
+    foreign = set().union(*(f for e, f in flags.items() if e != FLAG_ENGINE.get(r.engine, r.engine)))
+    seen: set[str] = set()
+    for line in advice_lines(r.chat):
+        for m in _FLAG.finditer(_NAMED.sub(" ", line)):
+            flag = m.group(1)
+            if flag in foreign and flag not in own and flag not in seen:
+                seen.add(flag)
+                r.add("foreign_flag", f"{flag}: {line.strip()[:140]}")
+
+
+def _variants(value: str) -> set[str]:
+    plain = value.replace(",", "")
+    out = {plain}
+    if "." in plain:
+        out.add(plain.rstrip("0").rstrip("."))
+    return out
+
+
+def check_numbers(r: Review, paste: str) -> None:
+    known: set[str] = set()
+    for m in _PASTE_NUMBER.finditer(paste):
+        raw = m.group(0).replace(",", "")
+        known |= _variants(raw)
+        if "." in raw:  # a reply rounds: 23.647 is there as 23.6 and 23.65
+            whole, frac = raw.split(".", 1)
+            known |= {f"{float(raw):.{n}f}" for n in range(0, len(frac))} | {whole}
+    missing: list[str] = []
+    for line in prose(r.chat):
+        for m in _NUMBER.finditer(line):
+            value = m.group(1).rstrip(",")
+            plain = value.replace(",", "")
+            if not plain or (plain.isdigit() and int(plain) < 10):
+                continue
+            if not (_variants(value) & known) and value not in missing:
+                missing.append(value)
+    if missing:
+        r.add("number", ", ".join(missing))
+
+
+def review(rec: dict, bot: GardenBot, flags: dict[str, set[str]]) -> Review:
+    chat, full, kind = reply_for(bot, rec["text"])
+    r = Review(rec["id"], rec.get("source", ""), rec.get("engine", ""), rec.get("family", ""), chat, full, kind)
+    if not chat:
+        return r
+    check_unfilled(r)
+    check_duplicates(r)
+    check_headings(r)
+    check_engine(r)
+    check_flags(r, flags)
+    check_numbers(r, rec["text"])
+    if len(chat) > DISCORD_LIMIT:
+        r.add("over_2000", f"{len(chat)} characters")
+    return r
+
+
+def write_markdown(reviews: list[Review], out: Path) -> None:
+    parts = ["# Replies to the held-out pastes (tests/data/wild_*.jsonl)", ""]
+    for r in reviews:
+        parts += [f"## {r.id}", "", f"- source: {r.source}", f"- engine: {r.engine}; family: {r.family}"]
+        flagged = ", ".join(k for k in (*DEFECTS, *REPORTS) if k in r.found)
+        parts += [f"- checks: {flagged or 'clean'}", "", "<blockquote>", ""]
+        parts += [r.chat.strip() or "_(no reply)_", "", "</blockquote>", ""]
+    out.write_text("\n".join(parts) + "\n")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "reply_review.md", help="the Markdown file")
+    ap.add_argument("--numbers", action="store_true", help="list the unexplained numbers too")
+    ap.add_argument("--json", action="store_true", help="counts and offenders as JSON")
+    args = ap.parse_args()
+    bot, flags = GardenBot(), flag_sets()
+    reviews = [review(rec, bot, flags) for rec in records()]
+    write_markdown(reviews, args.out)
+    counts = {k: sum(1 for r in reviews if k in r.found) for k in (*DEFECTS, *REPORTS)}
+    if args.json:
+        offenders = {r.id: r.found for r in reviews if r.found}
+        json.dump({"replies": len(reviews), "counts": counts, "offenders": offenders}, sys.stdout, indent=2)
+        print()
+        return 0
+    shown = DEFECTS + (REPORTS if args.numbers else ("over_2000",))
+    print(f"{'check':<14} {'id':<34} detail")
+    for r in reviews:
+        for kind in shown:
+            for what in r.found.get(kind, []):
+                print(f"{kind:<14} {r.id:<34} {what[:150]}")
+    answered = sum(1 for r in reviews if r.chat)
+    print(f"\n{len(reviews)} pastes, {answered} replies; replies with a finding, by check:")
+    for kind, n in counts.items():
+        print(f"  {kind:<14} {n}{'  (report only)' if kind in REPORTS else ''}")
+    print(f"replies written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
