@@ -10,6 +10,9 @@ Checks (a table of offenders; "report" marks the ones that are only listed, not 
 
 - ``unfilled``: a sentence with a ``{placeholder}``, ``None``, ``nan`` or ``-0``;
 - ``duplicate``: the same sentence twice in one reply (chat or full);
+- ``echo``: a fix whose effect repeats its change word for word ("**Fix:** X: X.");
+- ``title_as_cause``: the reply's cause is its title again (every sentence of the cause was dropped);
+- ``orphan_or``: the first advice line or the first fix begins with "or" (the line before it was dropped);
 - ``empty_heading``: a heading (``## ...``, a ``**...**`` line, "Same model elsewhere:") with nothing under it;
 - ``other_engine``: the cause (the summary) names an engine other than the paste's (an engine the
   paste's one runs on, e.g. llama.cpp under Ollama, is allowed);
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +47,10 @@ from knowledge.levers import levers  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 DISCORD_LIMIT = 2000  # Discord's message content limit (shared reference: Discord/Slack limits)
-DEFECTS = ("unfilled", "duplicate", "empty_heading", "other_engine", "foreign_flag")
+DEFECTS = (
+    "unfilled", "duplicate", "echo", "title_as_cause", "orphan_or", "empty_heading", "other_engine",
+    "foreign_flag",
+)  # fmt: skip
 REPORTS = ("number", "over_2000")
 
 # how a reply spells each engine, and the engines a paste's engine runs on (it may name those)
@@ -55,6 +62,7 @@ ENGINE_WORDS = {
     "tgi": ("TGI", "text-generation-inference"),
 }
 RUNS_ON = {
+    "llama.cpp": {"ollama"},  # a llama.cpp cause may name the runtimes that bundle it
     "ollama": {"llama.cpp"},
     "lmstudio": {"llama.cpp"},
     "koboldcpp": {"llama.cpp"},
@@ -159,6 +167,27 @@ def check_duplicates(r: Review) -> None:
                 r.add("duplicate", f"{label} x{n}: {s}")
 
 
+_FIX_LINE = re2.compile(r"^\*\*(?:Fix|Or):\*\* (.+?)(?: \([^()]*command\))?: (.+?)\.(?: Cost: .*)?$")
+
+
+def check_echo(r: Review) -> None:
+    for line in prose(r.chat):
+        m = _FIX_LINE.match(line.strip())
+        if m and m.group(1).strip().lower() == m.group(2).strip().lower():
+            r.add("echo", line.strip())
+
+
+def check_cause_and_or(r: Review) -> None:
+    lines = r.chat.split("\n")
+    title = lines[0].removeprefix("## ").strip()
+    if summary_of(r.chat) == title:
+        r.add("title_as_cause", title)
+    for i, line in enumerate(lines):
+        first_item = line.startswith("- ") and i > 0 and not lines[i - 1].startswith("- ")
+        if (first_item and line[2:].startswith("or ")) or line.startswith("**Fix:** or "):
+            r.add("orphan_or", line.strip())
+
+
 def check_headings(r: Review) -> None:
     for label, text in (("chat", r.chat), ("full", r.full)):
         lines = text.rstrip("\n").split("\n")
@@ -258,6 +287,8 @@ def review(rec: dict, bot: GardenBot, flags: dict[str, set[str]]) -> Review:
         return r
     check_unfilled(r)
     check_duplicates(r)
+    check_echo(r)
+    check_cause_and_or(r)
     check_headings(r)
     check_engine(r)
     check_flags(r, flags)
@@ -279,7 +310,8 @@ def write_markdown(reviews: list[Review], out: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "reply_review.md", help="the Markdown file")
+    default = Path(tempfile.gettempdir()) / "reply_review.md"
+    ap.add_argument("--out", type=Path, default=default, help=f"the Markdown file (default {default})")
     ap.add_argument("--numbers", action="store_true", help="list the unexplained numbers too")
     ap.add_argument("--json", action="store_true", help="counts and offenders as JSON")
     args = ap.parse_args()
