@@ -81,7 +81,10 @@ _FENCE = re2.compile(r"^`{3,}")
 _HEADING = re2.compile(r"^(?:#{1,6} .+|\*\*[^*]+\*\*:?|Same model elsewhere:)$")
 _FLAG = re2.compile(r"(?:^|[\s`(])(--?[a-z][a-z0-9-]*)")
 # a flag of another program (python -c) or one named with its engine ("SGLang --disable-cuda-graph")
-_NAMED = re2.compile(r"(?:python3?|vLLM|SGLang|llama\.cpp|Ollama|TGI):? `?--?[a-z][a-z0-9-]*")
+_NAMED = re2.compile(
+    r"(?:python3?|vLLM|SGLang|llama\.cpp|Ollama|TGI):? `?--?[a-z][a-z0-9-]*"
+    r"|--?[a-z][a-z0-9-]* in (?:vLLM|SGLang|llama\.cpp|Ollama|TGI)"
+)
 _NUMBER = re2.compile(r"(?:^|[^A-Za-z0-9_.\-/])(\d[\d,]*(?:\.\d+)?)(?:$|[^A-Za-z0-9_])")
 _PASTE_NUMBER = re2.compile(r"\d[\d,]*(?:\.\d+)?")
 
@@ -282,7 +285,9 @@ def check_numbers(r: Review, paste: str) -> None:
 
 def review(rec: dict, bot: GardenBot, flags: dict[str, set[str]]) -> Review:
     chat, full, kind = reply_for(bot, rec["text"])
-    r = Review(rec["id"], rec.get("source", ""), rec.get("engine", ""), rec.get("family", ""), chat, full, kind)
+    r = Review(
+        rec["id"], rec.get("source", ""), rec.get("engine", ""), rec.get("family", ""), chat, full, kind
+    )
     if not chat:
         return r
     check_unfilled(r)
