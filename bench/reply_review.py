@@ -13,12 +13,15 @@ Checks (a table of offenders; "report" marks the ones that are only listed, not 
 - ``echo``: a fix whose effect repeats its change word for word ("**Fix:** X: X.");
 - ``title_as_cause``: the reply's cause is its title again (every sentence of the cause was dropped);
 - ``orphan_or``: the first advice line or the first fix begins with "or" (the line before it was dropped);
+- ``dangling_start``: the cause begins with a pronoun ("Its size grows ...") whose sentence was dropped;
 - ``empty_heading``: a heading (``## ...``, a ``**...**`` line, "Same model elsewhere:") with nothing under it;
 - ``other_engine``: the cause (the summary) names an engine other than the paste's (an engine the
   paste's one runs on, e.g. llama.cpp under Ollama, is allowed);
 - ``foreign_flag``: an advice line for the paste's own engine names a flag that knowledge/levers.yaml
   gives another engine and not this one (vLLM flags in an Ollama reply);
-- ``number`` (report): a number in the reply's prose that appears nowhere in the paste (many are computed);
+- ``number`` (report): a number in the reply's prose that is neither in the paste (also rounded, converted
+  between MiB, GiB and bytes, or the sum or difference of two of its numbers) nor in the knowledge base's
+  text, and is not a token cap rounded to whole 256-token blocks: the rest are computed by the calculator;
 - ``over_2000`` (report): the chat reply is over Discord's 2,000-character message limit before the adapter
   splits it.
 
@@ -33,6 +36,7 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import re2
@@ -48,8 +52,8 @@ from knowledge.levers import levers  # noqa: E402
 DATA = ROOT / "tests" / "data"
 DISCORD_LIMIT = 2000  # Discord's message content limit (shared reference: Discord/Slack limits)
 DEFECTS = (
-    "unfilled", "duplicate", "echo", "title_as_cause", "orphan_or", "empty_heading", "other_engine",
-    "foreign_flag",
+    "unfilled", "duplicate", "echo", "title_as_cause", "orphan_or", "dangling_start", "empty_heading",
+    "other_engine", "foreign_flag",
 )  # fmt: skip
 REPORTS = ("number", "over_2000")
 
@@ -170,6 +174,7 @@ def check_duplicates(r: Review) -> None:
                 r.add("duplicate", f"{label} x{n}: {s}")
 
 
+_PRONOUNS = {"It", "Its", "They", "Their", "This is", "That is", "This was", "That was"}
 _FIX_LINE = re2.compile(r"^\*\*(?:Fix|Or):\*\* (.+?)(?: \([^()]*command\))?: (.+?)\.(?: Cost: .*)?$")
 
 
@@ -183,8 +188,11 @@ def check_echo(r: Review) -> None:
 def check_cause_and_or(r: Review) -> None:
     lines = r.chat.split("\n")
     title = lines[0].removeprefix("## ").strip()
-    if summary_of(r.chat) == title:
+    cause = summary_of(r.chat)
+    if cause == title:
         r.add("title_as_cause", title)
+    if cause.split(" ", 1)[0] in _PRONOUNS or " ".join(cause.split(" ", 2)[:2]) in _PRONOUNS:
+        r.add("dangling_start", cause[:150])
     for i, line in enumerate(lines):
         first_item = line.startswith("- ") and i > 0 and not lines[i - 1].startswith("- ")
         if (first_item and line[2:].startswith("or ")) or line.startswith("**Fix:** or "):
@@ -262,21 +270,50 @@ def _variants(value: str) -> set[str]:
     return out
 
 
-def check_numbers(r: Review, paste: str) -> None:
-    known: set[str] = set()
+@cache
+def knowledge_numbers() -> frozenset[str]:
+    """Numbers the knowledge base's own text states (a sourced fact: Docker's 64 MB, CUDA 12.8, a PR)."""
+    files = [*(ROOT / "knowledge" / "signatures").glob("*.yaml"), ROOT / "knowledge" / "levers.yaml"]
+    found: set[str] = set()
+    for path in files:
+        for m in _PASTE_NUMBER.finditer(path.read_text()):
+            found |= _variants(m.group(0))
+    return frozenset(found)
+
+
+def _rounded(value: float) -> set[str]:
+    return {f"{value:.{n}f}" for n in range(3)} | ({str(int(value))} if value.is_integer() else set())
+
+
+def paste_numbers(paste: str) -> set[str]:
+    """Every number the paste prints, as a reply may round it, convert it (MiB / GiB / bytes) or take the
+    difference or sum of two of them."""
+    values: list[float] = []
     for m in _PASTE_NUMBER.finditer(paste):
-        raw = m.group(0).replace(",", "")
-        known |= _variants(raw)
-        if "." in raw:  # a reply rounds: 23.647 is there as 23.6 and 23.65
-            whole, frac = raw.split(".", 1)
-            known |= {f"{float(raw):.{n}f}" for n in range(0, len(frac))} | {whole}
+        raw = m.group(0).replace(",", "").rstrip(".")
+        try:
+            values.append(float(raw))
+        except ValueError:
+            continue
+    values = list(dict.fromkeys(values))[:300]
+    known: set[str] = set()
+    for v in values:
+        known |= _rounded(v) | _rounded(v / 1024) | _rounded(v * 1024) | _rounded(v / 2**30)
+    for i, a in enumerate(values):
+        for b in values[i + 1 :]:
+            known |= _rounded(abs(a - b)) | _rounded(a + b)
+    return known
+
+
+def check_numbers(r: Review, paste: str) -> None:
+    known = paste_numbers(paste) | knowledge_numbers()
     missing: list[str] = []
     for line in prose(r.chat):
         for m in _NUMBER.finditer(line):
             value = m.group(1).rstrip(",")
             plain = value.replace(",", "")
-            if not plain or (plain.isdigit() and int(plain) < 10):
-                continue
+            if not plain or (plain.isdigit() and (int(plain) < 10 or int(plain) % 256 == 0)):
+                continue  # a small count, or a token cap the planner rounded to whole blocks
             if not (_variants(value) & known) and value not in missing:
                 missing.append(value)
     if missing:

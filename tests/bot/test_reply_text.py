@@ -93,8 +93,8 @@ def test_a_port_error_without_its_port_keeps_a_cause_and_no_orphan_or() -> None:
     assert lines[:3] == [
         "## The server's port is already in use",
         "",
-        "It is usually an earlier instance of the server that did not exit, another server, or (for "
-        "torch.distributed's rendezvous) a second engine on the same machine.",
+        "The port is usually held by an earlier instance of the server that did not exit, another server, "
+        "or (for torch.distributed's rendezvous) a second engine on the same machine.",
     ]
     assert "- start on another port (--port)" in lines
     assert not any(line.startswith("- or ") for line in lines)
@@ -102,7 +102,7 @@ def test_a_port_error_without_its_port_keeps_a_cause_and_no_orphan_or() -> None:
 
 def test_a_port_error_with_its_port_names_it_in_cause_and_advice() -> None:
     lines = reply_lines("ollamacopilot36-listen-tcp")
-    assert lines[2].startswith("Another process already listens on port 11435. It is usually an earlier")
+    assert lines[2].startswith("Another process already listens on port 11435. The port is usually held by")
     assert "- find it: ss -ltnp | grep :11435 (or lsof -i :11435) and stop it" in lines
 
 
@@ -165,3 +165,25 @@ def test_the_no_finding_reply_lists_no_internal_engine_id() -> None:
     summary = reply_lines("llamacppwinmgr4-port-8081")[2]
     assert summary.startswith("I looked for the memory and context errors of exllamav2, koboldcpp, ")
     assert "any," not in summary
+
+
+def test_a_compute_buffer_cause_without_its_size_starts_with_what_failed() -> None:
+    assert reply_lines("llamacpp14752-nemotron-compute-pp")[2].startswith(
+        "Weights and KV cache were allocated, then the compute buffer failed. The compute buffer grows with "
+        "the micro-batch (-ub in llama.cpp, num_batch in Ollama), and without flash attention"
+    )
+
+
+def test_a_compute_buffer_cause_on_ollama_names_its_own_batch_setting() -> None:
+    assert reply_lines("ollama13235-journald-cudamalloc")[2].startswith(
+        "Weights and KV cache were allocated, then the compute buffer failed. It needed 9,220.57 MiB on "
+        "device 1. The compute buffer grows with the micro-batch (-ub in llama.cpp, num_batch in Ollama)"
+    )
+
+
+def test_the_metal_buffer_cause_without_the_requested_size_keeps_its_subject() -> None:
+    assert reply_lines("mlx3327-overflow-buffer")[2] == (
+        "Metal caps one buffer at 86,586,540,032 bytes (MTLDevice.maxBufferLength), however much unified "
+        "memory is free. The usual culprit is the attention scores of a long prompt prefilled in one step; "
+        "a size near 2^64 is an overflow in the size arithmetic (an MLX bug), not a real request."
+    )
