@@ -14,6 +14,8 @@ Checks (a table of offenders; "report" marks the ones that are only listed, not 
 - ``title_as_cause``: the reply's cause is its title again (every sentence of the cause was dropped);
 - ``orphan_or``: the first advice line or the first fix begins with "or" (the line before it was dropped);
 - ``dangling_start``: the cause begins with a pronoun ("Its size grows ...") whose sentence was dropped;
+- ``also_repeats``: the "Also in the paste" note names the reply's own title, or one finding twice in
+  two spellings (the same words once the parentheses and the "llama.cpp / ggml" prefix are left out);
 - ``empty_heading``: a heading (``## ...``, a ``**...**`` line, "Same model elsewhere:") with nothing under it;
 - ``other_engine``: the cause (the summary) names an engine other than the paste's (an engine the
   paste's one runs on, e.g. llama.cpp under Ollama, is allowed);
@@ -52,8 +54,8 @@ from knowledge.levers import levers  # noqa: E402
 DATA = ROOT / "tests" / "data"
 DISCORD_LIMIT = 2000  # Discord's message content limit (shared reference: Discord/Slack limits)
 DEFECTS = (
-    "unfilled", "duplicate", "echo", "title_as_cause", "orphan_or", "dangling_start", "empty_heading",
-    "other_engine", "foreign_flag",
+    "unfilled", "duplicate", "echo", "title_as_cause", "orphan_or", "dangling_start", "also_repeats",
+    "empty_heading", "other_engine", "foreign_flag",
 )  # fmt: skip
 REPORTS = ("number", "over_2000")
 
@@ -199,6 +201,25 @@ def check_cause_and_or(r: Review) -> None:
             r.add("orphan_or", line.strip())
 
 
+_PARENS = re2.compile(r"\s*\([^()]*\)")
+_ALSO = "_Also in the paste: "
+
+
+def _plain_title(title: str) -> str:
+    return _PARENS.sub("", title).split(": ", 1)[-1].strip().lower()
+
+
+def check_also(r: Review) -> None:
+    lines = r.chat.split("\n")
+    title = lines[0].removeprefix("## ").strip()
+    for line in lines:
+        if line.startswith(_ALSO):
+            names = line.removeprefix(_ALSO).rstrip("_").split("; ")
+            plain = [_plain_title(n) for n in names]
+            if title in names or _plain_title(title) in plain or len(set(plain)) < len(plain):
+                r.add("also_repeats", f"title {title!r}: {line[:150]}")
+
+
 def check_headings(r: Review) -> None:
     for label, text in (("chat", r.chat), ("full", r.full)):
         lines = text.rstrip("\n").split("\n")
@@ -331,6 +352,7 @@ def review(rec: dict, bot: GardenBot, flags: dict[str, set[str]]) -> Review:
     check_duplicates(r)
     check_echo(r)
     check_cause_and_or(r)
+    check_also(r)
     check_headings(r)
     check_engine(r)
     check_flags(r, flags)
