@@ -168,7 +168,7 @@ def no_finding_reply(engines: list[str]) -> Reply:
         title="No known memory or context issue found",
         summary=(
             "I looked for the memory and context errors of "
-            + ", ".join(engines)
+            + ", ".join(e for e in engines if e != "any")  # "any": the engine-neutral signatures
             + " and found none in this paste. If it failed for another reason (drivers, imports, network), "
             "I have no fix for it; if it is a memory problem, paste the lines around the error."
         ),

@@ -140,7 +140,7 @@ def _full(reply: Reply) -> str:
             for fix in fixes:
                 out += _fix_lines(fix, "-")
                 if fix.verification:
-                    checked = ", ".join(f"{k} {v}" for k, v in fix.verification.items())
+                    checked = ", ".join(f"{k} {v}" for k, v in fix.verification.items() if v is not None)
                     out.append(f"  _checked on the budget: {checked}_")
     if reply.notes:
         out += ["", "**Assumptions**", *(f"- {note}" for note in reply.notes)]

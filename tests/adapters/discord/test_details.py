@@ -11,7 +11,7 @@ CALLBACK = r"/interactions/\d+/[^/]+/callback"
 REPLY = r"/channels/\d+/messages"
 EPHEMERAL = 1 << 6
 TITLE = "vLLM: the KV cache holds 5,728 tokens, the context asks for 131,072"
-CHECKED = "_checked on the budget: starts True, fit_tokens 5728, kv_cache_gib None, serves 5120_"
+CHECKED = "_checked on the budget: starts True, fit_tokens 5728, serves 5120_"  # an unknown value is left out
 COMMAND = "(add `--max-model-len 5120` to your vLLM command)"  # the paste has no command
 # vllm issue 10517 (the dev corpus): the profiler's numbers give the reply a memory picture
 PROFILED = (

@@ -13,7 +13,7 @@ from tests.adapters.slack.conftest import CHANNEL, _close_socket, _socket
 from tests.adapters.slack.fake_slack import button_click, message_event
 from tests.adapters.slack.test_slack_app import PASTE, blocks_text, feedback_value, slack_escaped
 
-CHECKED = "_checked on the budget: starts True, fit_tokens 5728, kv_cache_gib None, serves 5120_"
+CHECKED = "_checked on the budget: starts True, fit_tokens 5728, serves 5120_"  # an unknown value is left out
 COMMAND = "(add `--max-model-len 5120` to your vLLM command)"  # the paste has no command
 TITLE = "*vLLM: the KV cache holds 5,728 tokens, the context asks for 131,072*"
 
