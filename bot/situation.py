@@ -25,6 +25,7 @@ from knowledge.features import (
     Version,
     engine_mode,
     fork_of,
+    host_of,
     parse_version,
     release_at_log_date,
     version_hints,
@@ -259,6 +260,7 @@ def read(detection: Detection, root: Finding) -> Situation:
     if command is not None and any(tok.partition("=")[0] in _QUERY_FLAGS for tok in command.argv):
         command = None
     engine = command.engine if command is not None and root.engine in ("custom", "pytorch") else root.engine
+    engine = host_of(engine, detection.raw if isinstance(detection.raw, str) else "") or engine
     notes: list[str] = []
     context = safe_fields(dict(detection.context.fields))  # a GPU name or model id that is not one stays out
     params: dict[str, Any] = dict(root.params)

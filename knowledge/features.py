@@ -125,6 +125,22 @@ class ReleaseDates:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Host:
+    """An engine that runs another inside it (Ollama runs llama.cpp's ggml), told apart by a pattern: an
+    inner engine's error in a paste that shows the host is answered with the host's settings."""
+
+    __pydantic_config__ = STRICT
+
+    engine: str
+    host: str
+    pattern: str
+    source: str
+
+    def __post_init__(self) -> None:
+        compiled(self.pattern)
+
+
+@dataclass(frozen=True, kw_only=True)
 class FeatureFile:
     """knowledge/features.yaml."""
 
@@ -133,6 +149,7 @@ class FeatureFile:
     features: list[Feature]
     markers: list[Marker] = field(default_factory=list)
     forks: list[Fork] = field(default_factory=list)
+    hosts: list[Host] = field(default_factory=list)
     quant_min_capability: list[QuantMinimum] = field(default_factory=list)
     releases: list[ReleaseDates] = field(default_factory=list)
 
@@ -216,6 +233,13 @@ def fork_of(engine: str, text: str) -> str | None:
         if f.engine == engine and re2.search(f.pattern, text):
             return f.fork
     return None
+
+
+def host_of(engine: str, text: str) -> str | None:
+    """The engine a paste shows running ``engine`` inside it, if any."""
+    return next(
+        (h.host for h in feature_table().hosts if h.engine == engine and re2.search(h.pattern, text)), None
+    )
 
 
 def quant_min_capability(method: str, version: Version | None) -> float | None:

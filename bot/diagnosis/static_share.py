@@ -45,17 +45,18 @@ def _floor(situation: Situation, pre: float | None) -> tuple[float | None, str]:
     return _float(situation, "suggested_mem_fraction_static"), "SGLang's suggested value"
 
 
-def _raise(floor: float, pre: float | None, after: float | None) -> Fix:
-    above = math.ceil(floor * 1000) / 1000  # SGLang prints its suggestion rounded up to 3 decimals
-    effect = "a KV pool, taken from the activation and CUDA-graph headroom"
-    if pre:
+def _raise(floor: float | None, pre: float | None, after: float | None) -> Fix:
+    """Raise the fraction above the floor (or, the message cut before it, above the one SGLang prints next)."""
+    above = f"{math.ceil(floor * 1000) / 1000:.3f}" if floor is not None else "the minimum SGLang prints after this error ('Raise --mem-fraction-static above X')"  # fmt: skip
+    effect = "the KV pool gets what the activations and CUDA graphs give up"
+    if pre and floor is not None:
         effect = (f"each {STEP:.2f} above {floor:.4f} gives the KV pool {pre * STEP:.2f} GiB and takes it from the "
                   f"activations and CUDA graphs, which keep {pre * (1 - floor):.2f} GiB at the floor")  # fmt: skip
     elif after is not None:
-        effect += f": pool and headroom share the {after:.2f} GiB the weights left free"
-    return Fix("sglang", f"raise `--mem-fraction-static` above {above:.3f}", "", effect,
+        effect += f": the two share the {after:.2f} GiB the weights left free"
+    return Fix("sglang", f"raise `--mem-fraction-static` above {above}", "", effect,
                "less room for activations and CUDA graphs: too little and CUDA-graph capture or a long prefill runs out of memory",
-               1, {"kind": "floor", "floor": round(floor, 4)})  # fmt: skip
+               1, {"kind": "floor", **({"floor": round(floor, 4)} if floor is not None else {})})  # fmt: skip
 
 
 def static_share(situation: Situation) -> Reply:
@@ -70,11 +71,8 @@ def static_share(situation: Situation) -> Reply:
         if pre and after is not None:
             key += f" The weights took {pre - after:.2f} of the {pre:.2f} GiB free before loading."
     fixes: list[Fix] = []
-    if floor is not None and floor < 1 and (fraction is None or floor > fraction):
+    if floor is None or (floor < 1 and (fraction is None or floor > fraction)):
         fixes.append(_raise(floor, pre, after))
-    elif floor is None:  # the message was cut before its floor: SGLang prints it in the next sentence
-        fixes.append(Fix("sglang", "raise `--mem-fraction-static` above the minimum SGLang prints after this error ('Raise --mem-fraction-static above X')",
-                         "", "a KV pool, taken from the activation and CUDA-graph headroom", "less room for activations and CUDA graphs", 1, {"kind": "floor"}))  # fmt: skip
     steps = [fill(s, {**situation.context, **situation.params}) for s in situation.root.advice]
     extra = [Section("Or make the weights smaller per GPU", body="\n".join(f"- {s}" for s in steps if s))] if steps else []  # fmt: skip
     return reply(situation, situation.root.title, key, fixes, extra=extra)

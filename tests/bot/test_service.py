@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.core import GardenBot, Paste
 from bot.message import Attachment, IncomingMessage, SlashCommand
 from bot.metrics import Metrics
 from bot.service import GardenService
@@ -209,3 +210,18 @@ def test_absurd_numbers_in_any_signature_never_crash_or_hang():
         text = re.sub(r"\d+(?:\.\d+)?", "4294967296", loaded.signature.examples[0].text)
         diagnose(detect(text))
         diagnose(detect(re.sub(r"\d+(?:\.\d+)?", "99999999", loaded.signature.examples[0].text)))
+
+
+def test_a_llama_cpp_failure_in_ollama_journal_is_answered_for_ollama():
+    # wild_wordings.jsonl ollama9260 (journald's "ollama[PID]:" tag): Ollama's runner printed ggml's line;
+    # no llama-server flag (--fit, -ngl as a command) is offered to an Ollama user
+    text = (
+        "Feb 21 01:41:02 paibo ollama[402476]: ggml_backend_cuda_buffer_type_alloc_buffer: allocating 81656.95 MiB "
+        "on device 0: cudaMalloc failed: out of memory\n"
+        "Feb 21 01:41:16 paibo ollama[402476]: llama_model_load: error loading model: unable to allocate CUDA0 buffer"
+    )
+    reply = GardenBot().triage(Paste(text, False, []))
+    assert reply is not None and reply.title == "Ollama: could not allocate 81,657 MiB for the CUDA0 buffer"
+    assert not any("--fit" in f.change or "--fit" in f.command for f in reply.fixes)
+    plain = text.replace("paibo ollama[402476]: ", "")  # the same lines from llama-server itself
+    assert GardenBot().triage(Paste(plain, False, [])).title.startswith("llama.cpp: ")
