@@ -115,7 +115,7 @@ def test_every_schema_dataclass_forbids_unknown_keys_itself():
             if ours and cls.__name__ not in not_schemas:
                 assert getattr(cls, "__pydantic_config__", None) is STRICT, cls
                 checked.append(cls.__name__)
-    assert len(checked) == 32  # with Drafter, _DrafterFile, LogLine and LogLineTable
+    assert len(checked) == 33  # with Drafter, _DrafterFile, LogLine, LogLineTable and Host
 
 
 def test_a_config_json_with_impossible_shapes_is_refused_when_the_spec_is_built():
