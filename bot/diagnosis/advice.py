@@ -9,6 +9,6 @@ from bot.situation import Situation
 
 
 def advice(situation: Situation) -> Reply:
-    steps = [fill(s, {**situation.context, **situation.params}) for s in situation.root.advice]
-    extra = [Section("What to do", body="\n".join(f"- {s}" for s in steps if s))] if steps else []
+    steps = [t for a in situation.root.advice if (t := fill(a, {**situation.context, **situation.params}))]
+    extra = [Section("What to do", body="\n".join(f"- {s}" for s in steps))] if steps else []
     return reply(situation, situation.root.title, cause(situation), [], log_facts(situation), extra=extra)

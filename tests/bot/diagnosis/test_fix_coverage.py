@@ -40,6 +40,14 @@ NO_FIX_YET: set[str] = {
     # an OOM in the memory profile: the message prints one allocation, not the activation peak per
     # batched token, so how many fewer tokens or sequences fit is unknown; the reply lists both (advice)
     "vllm.gpu_oom.profile_run",
+    # an OOM in TGI's warm-up: the message prints one allocation, not the activation peak of the prefill
+    # batch nor the size of each CUDA graph, so how many fewer prefill tokens or graph sizes fit is unknown;
+    # the reply lists --max-batch-prefill-tokens, --cuda-graphs and --num-shard (signature advice)
+    "tgi.gpu_oom.warmup",
+    # an OOM while SGLang allocates its KV pool (one buffer per layer) or serves: the one allocation the
+    # message names does not size the shortfall, so no --mem-fraction-static value can be computed; the
+    # reply lists the fraction, --chunked-prefill-size and --max-running-requests (signature advice)
+    "sglang.gpu_oom.pool_or_serving",
 }
 
 
