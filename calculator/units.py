@@ -70,6 +70,11 @@ def fmt_tokens(n: int | float | None) -> str:
     return f"{int(n):,}"
 
 
+def fmt_mem(gib_value: float) -> str:
+    """A memory size as PyTorch prints it: MiB below 1 GiB (``50.00 MiB``), GiB from there (``4.66 GiB``)."""
+    return f"{gib_value * 1024:.2f} MiB" if abs(gib_value) < 1 else f"{gib_value:.2f} GiB"
+
+
 def fmt_gib(x: float, digits: int = 2) -> str:
     if not math.isfinite(x):
         return "?"

@@ -23,7 +23,7 @@ from bot.diagnosis.parts import (
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.plan import Outcome
-from calculator.units import fmt_tokens
+from calculator.units import fmt_mem, fmt_tokens
 from calculator.vllm import VllmEstimate
 from knowledge.levers import lever
 
@@ -125,15 +125,15 @@ def no_kv(situation: Situation) -> Reply:
 
 
 def torch_oom(situation: Situation) -> Reply:
-    tried = _gib(situation, "tried_gib", "tried_mib")
-    free = _gib(situation, "free_gib", "free_mib")
+    tried = _gib(situation, "tried_mib", "tried_gib")  # MiB first: GiB params keep 4 decimals, 0.1 MiB
+    free = _gib(situation, "free_mib", "free_gib")
     total = _gib(situation, "total_gib")
     mine = _gib(situation, "this_process_gib", "allocated_gib")
     unalloc = _gib(situation, "reserved_unallocated_gib")
     other = _gib(situation, "other_process_gib")
     api = situation.get("device_api") or "CUDA"  # PyTorch names its backend: CUDA, HIP, XPU, MUSA
     title = (
-        f"{api} out of memory: tried {tried:.2f} GiB with {free:.2f} GiB free"
+        f"{api} out of memory: tried {fmt_mem(tried)} with {fmt_mem(free)} free"
         if tried is not None and free is not None
         else situation.root.title
     )
@@ -142,11 +142,10 @@ def torch_oom(situation: Situation) -> Reply:
     fits = (
         tried is not None and free is not None and total is not None and tried <= free and free >= total / 2
     )
-    parts = []
-    if tried is not None:
-        parts.append(f"PyTorch asked for {tried:.2f} GiB more")
-    if free is not None and total is not None:
-        parts.append(f"{'' if fits else 'only '}{free:.2f} of {total:.2f} GiB were free")
+    parts = [f"PyTorch asked for {fmt_mem(tried)} more"] if tried is not None else []
+    if free is not None and total is not None:  # "only" when the request was larger than what was free
+        short = tried is not None and tried > free
+        parts.append(f"{'only ' * short}{fmt_mem(free)} of {total:.2f} GiB were free" + ("" if fits or short else " (most of the GPU was in use)"))  # fmt: skip
     key = (", ".join(parts) + ".") if parts else None
     if key and tried is not None and total is not None and tried > total:
         key += f" That one allocation is larger than the whole GPU ({total:.2f} GiB): the batch or sequence is far too large for it."
@@ -166,9 +165,9 @@ def torch_oom(situation: Situation) -> Reply:
         and other > 0.5
         and (total is None or other + mine <= total * 1.02)
     ):
-        key += f" Another process holds {other:.2f} GiB."
-    elif key and mine is not None:
-        key += f" This process holds {mine:.2f} GiB."
+        key += f" Another process holds {fmt_mem(other)}."
+    elif key and mine:
+        key += f" This process holds {fmt_mem(mine)}."
     engine = "vllm" if situation.engine == "vllm" else "pytorch"
     fixes = env_fixes(situation, remedies, engine) + advice_fixes(situation, remedies)
     return reply(situation, title, key, fixes)
