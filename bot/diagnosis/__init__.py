@@ -64,7 +64,9 @@ def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     result.signature = root.signature
     result.category = root.category
     result.engine = situation.engine
-    if others := [f for f in detection.findings[1:] if f.severity != "info"]:
+    # other failures only: a finding of the root's category is the same failure read at another line
+    others = [f for f in detection.findings[1:] if f.severity != "info" and f.category != root.category]
+    if others := [f for f in others if f.title not in (root.title, result.title)]:
         result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
     return result
 

@@ -192,3 +192,22 @@ def test_the_vulkan_cause_names_the_per_buffer_limit_it_means() -> None:
         "single buffer is larger than the driver allows for one buffer (maxBufferSize / "
         "maxMemoryAllocationSize, 2 or 4 GiB on some drivers)."
     )
+
+
+@pytest.mark.parametrize("record_id", ["llamacpp16748-pp-copies-compute", "ollama11359-unable-cuda0"])
+def test_also_in_the_paste_names_no_second_reading_of_the_same_failure(record_id: str) -> None:
+    # the cudaMalloc line and the buffer it was for are one failure; a same-titled finding is the title again
+    assert not any(line.startswith("_Also in the paste") for line in reply_lines(record_id))
+
+
+def test_also_in_the_paste_still_names_another_failure() -> None:
+    # a failure of another category in the same paste is still named: a port clash after the OOM
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "23.65 GiB of which 1.06 GiB is free.\nOSError: [Errno 98] Address already in use"
+    )
+    reply = _bot().triage(Paste(text, False, 0), addressed=True)
+    assert reply is not None and reply.title == "CUDA out of memory: tried 2.00 GiB with 1.06 GiB free"
+    assert [n for n in reply.notes if n.startswith("Also in the paste")] == [
+        "Also in the paste: The server's port is already in use"
+    ]
