@@ -61,6 +61,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.recall import FAMILY_CATEGORY, NEGATIVE, extracted_values  # noqa: E402
 from bot.detector import Detection, detect  # noqa: E402
+from bot.normalize import _clean_lines, _find_joins, visible  # noqa: E402
+from bot.unwrap import unwrap  # noqa: E402
 from knowledge.schema import CONFIG_CATEGORIES  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -73,14 +75,24 @@ def _stamps(n: int) -> list[datetime]:
     return [START + timedelta(milliseconds=i) for i in range(n)]
 
 
+def continuations(text: str) -> frozenset[int]:
+    """The physical lines of a paste that continue a hard-wrapped record, as its normalisation re-joins
+    them.  A shipper prefixes each record it was given; the wrap came later (the terminal, the issue's
+    renderer), so those lines carry no prefix of their own."""
+    raw = unwrap(visible(text))
+    if raw.count("\n") != text.count("\n"):
+        return frozenset()  # unwrap split or dropped lines: no line-for-line map
+    lines, prefixed = _clean_lines(raw, None)
+    return frozenset(_find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw))
+
+
 def per_line(render: Callable[[int, datetime, str], str]) -> Callable[[str], str]:
-    """A wrapper that puts something in front of every line (``render(index, time, line)``)."""
+    """A wrapper that puts something in front of every record (``render(index, time, line)``)."""
 
     def wrap(text: str) -> str:
-        lines = text.split("\n")
-        return "\n".join(
-            render(i, t, line) for i, (t, line) in enumerate(zip(_stamps(len(lines)), lines, strict=True))
-        )
+        lines, joined = text.split("\n"), continuations(text)
+        stamps = _stamps(len(lines))
+        return "\n".join(line if i in joined else render(i, stamps[i], line) for i, line in enumerate(lines))
 
     return wrap
 
@@ -98,23 +110,28 @@ def journald_short(t: datetime, host: str = "gpu-node", ident: str = "vllm[2871]
     return t.strftime("%b %d %H:%M:%S") + f" {host} {ident}: "
 
 
-def cri(text: str, stream: str = "stdout", cut_middle: bool = False) -> str:
-    out = []
-    for t, line in zip(_stamps(text.count("\n") + 1), text.split("\n"), strict=True):
-        pieces = [line[i : i + CRI_MAX_LINE] for i in range(0, max(len(line), 1), CRI_MAX_LINE)]
+def cri(stream: str = "stdout", cut_middle: bool = False) -> Callable[[str], str]:
+    def render(i: int, t: datetime, line: str) -> str:
+        pieces = [line[k : k + CRI_MAX_LINE] for k in range(0, max(len(line), 1), CRI_MAX_LINE)]
         if cut_middle and len(line) > 40:
             pieces = [line[: len(line) // 2], line[len(line) // 2 :]]
-        out += [f"{nano(t)} {stream} {'P' if k < len(pieces) - 1 else 'F'} {p}" for k, p in enumerate(pieces)]
-    return "\n".join(out)
+        return "\n".join(
+            f"{nano(t)} {stream} {'P' if k < len(pieces) - 1 else 'F'} {p}" for k, p in enumerate(pieces)
+        )
+
+    return per_line(render)
+
+
+def actions_stamp(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond:06d}0Z "
 
 
 def github_actions(text: str, error: bool = False) -> str:
-    lines = text.split("\n")
-    stamps = [t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond:06d}0Z " for t in _stamps(len(lines) + 3)]
-    body = [stamps[i + 1] + ("##[error]" if error else "") + line for i, line in enumerate(lines)]
-    head = [stamps[0] + "##[group]Run vllm serve $MODEL"]
-    tail = [stamps[-2] + "##[endgroup]", stamps[-1] + "##[error]Process completed with exit code 1."]
-    return "\n".join(head + body + ([] if error else tail))
+    body = per_line(lambda i, t, s: actions_stamp(t) + ("##[error]" if error else "") + s)(text)
+    end = START + timedelta(seconds=1)
+    head = actions_stamp(START) + "##[group]Run vllm serve $MODEL\n"
+    tail = f"\n{actions_stamp(end)}##[endgroup]\n{actions_stamp(end)}##[error]Process completed with exit code 1."
+    return head + body + ("" if error else tail)
 
 
 def gitlab_sections(text: str) -> str:
@@ -127,12 +144,8 @@ def gitlab_sections(text: str) -> str:
 
 
 def grafana_txt(text: str, tz: timezone) -> str:
-    lines = text.split("\n")
-    rows = [
-        t.astimezone(tz).isoformat(timespec="seconds") + "\t" + line
-        for t, line in zip(_stamps(len(lines)), lines, strict=True)
-    ]
-    return 'Common labels: {"container":"vllm","namespace":"inference"}\n\n\n' + "\n".join(rows) + "\n"
+    rows = per_line(lambda i, t, s: t.astimezone(tz).isoformat(timespec="seconds") + "\t" + s)(text)
+    return 'Common labels: {"container":"vllm","namespace":"inference"}\n\n\n' + rows + "\n"
 
 
 def powershell_tee(text: str, as_utf8_bytes: bool = False) -> str:
@@ -161,9 +174,9 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "kubectl --timestamps": per_line(lambda i, t, s: f"{nano(t)} {s}"),
     "kubectl --prefix": per_line(lambda i, t, s: POD + s),
     "kubectl --prefix --timestamps": per_line(lambda i, t, s: f"{POD}{nano(t)} {s}"),
-    "CRI file (F)": cri,
-    "CRI file (stderr F)": lambda s: cri(s, "stderr"),
-    "CRI file (P + F)": lambda s: cri(s, cut_middle=True),
+    "CRI file (F)": cri(),
+    "CRI file (stderr F)": cri("stderr"),
+    "CRI file (P + F)": cri(cut_middle=True),
     "docker logs -t": per_line(lambda i, t, s: f"{nano(t)} {s}"),
     "compose v2": per_line(lambda i, t, s: compose("vllm-1", WIDTH) + s),
     "compose v2 (2 services)": per_line(lambda i, t, s: compose("vllm-1", len("open-webui-1") + 1) + s),
