@@ -30,9 +30,11 @@ QUOTED_SHARE = 0.8  # the bar counts only when (nearly) every non-empty line has
 # a log record glued to the end of the previous one: a vLLM worker prefix or logger header, an SGLang
 # bracketed timestamp or a Go slog header, found mid-line right after the end of a message (a word,
 # a number or closing punctuation).  Not after "]", ")", "|" or ":": those end the prefixes that
-# legitimately stack in front of such a header ("vllm-1  | ERROR 11-18 ...", "ollama[1617]: time=...").
+# legitimately stack in front of such a header ("vllm-1  | ERROR 11-18 ...", "ollama[1617]: time=..."),
+# nor after a shipper's RFC 3339 stamp and stream tag ("...789Z stdout F ", "...Z 00O "): matched, not split.
 _GLUED = re2.compile(
-    r"([A-Za-z0-9.,;!?'\"`])[ \t]?("
+    r"(?:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})(?: std(?:out|err) [FP]| [0-9a-f]{2}[OE]\+?)?"
+    r"|([A-Za-z0-9.,;!?'\"`]))[ \t]?("
     r"\([A-Za-z][A-Za-z0-9_]{0,40} pid=[0-9]{1,10}\)[ \t]+(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} "
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]{8,15} \[[A-Za-z0-9_./]{1,80}:[0-9]{1,6}\]"
     r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: [A-Z]{2,4}[0-9]{1,4}){0,4}\] "
@@ -75,8 +77,9 @@ def glued_records(text: str) -> str:
     pieces: list[bytes] = []
     end = 0
     for m in _GLUED.finditer(data):
-        pieces += (data[end : m.end(1)], b"\n")
-        end = m.start(2)
+        if m.start(1) >= 0:  # a message's end, not a shipper's stamp
+            pieces += (data[end : m.end(1)], b"\n")
+            end = m.start(2)
     if not pieces:
         return text
     pieces.append(data[end:])
@@ -87,9 +90,7 @@ def cloudwatch_duplicates(text: str) -> str:
     """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
     if _CW_ANY.search(text) is None:
         return text  # no line starts with an ISO timestamp: skip the line scan
-    lines = text.split("\n")
-    if len(lines) < 2:
-        return text
+    lines = text.split("\n")  # two at least: a stamped line matched above ends in a newline
     # only a line that starts with four digits can carry the stamp: the others are not matched
     stamped = itertools.compress(
         itertools.count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines))
@@ -102,9 +103,7 @@ def cloudwatch_duplicates(text: str) -> str:
         stamp = _CW_STAMP.match(prev)
         if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
             dropped.add(i + 1)
-    if not dropped:
-        return text
-    return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+    return "\n".join(line for i, line in enumerate(lines) if i not in dropped) if dropped else text
 
 
 def unwrap(text: str) -> str:
