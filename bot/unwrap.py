@@ -7,7 +7,8 @@ invisible characters and real ANSI sequences are gone, before log prefixes are s
 - chat quote bars: every non-empty line starts with ``▎ `` or ``> `` (Discord, Slack, e-mail replies);
 - log lines whose newlines were lost, so several records run together on one line
   (``... engine.(EngineCore_DP0 pid=3) ERROR 01-28 00:18:18 [core.py:935] ...``);
-- CloudWatch console copies that print every message twice: once after its timestamp, once alone.
+- CloudWatch console copies that print every message twice: once after its timestamp, once alone;
+  the Kubernetes CRI log file's partial (``P``) pieces of one long line, joined again.
 
 All patterns are RE2 (linear time); the line passes are single scans.
 """
@@ -42,9 +43,11 @@ _GLUED = re2.compile(
     r")"
 )
 
-# CloudWatch: "2025-05-02T10:11:12.345Z    <message>" followed by "<message>" again
-_CW_ANY = re2.compile(r"(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+[^\n]+\n")
-_CW_STAMP = re2.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+")
+# CloudWatch: "2025-05-02T10:11:12.345Z    <message>" followed by "<message>" again; the CRI file: a line longer
+# than the runtime's buffer as "P" pieces, then "F" (kubelet parseCRILog: "...202Z stdout P log content 1")
+_STAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+"
+_CW_ANY = re2.compile("(?m)^" + _STAMP + "[^\n]+\n")
+_CW_STAMP = re2.compile("^" + _STAMP + "(?:(std(?:out|err)) ([PF]) )?")
 
 
 def arrow_ansi(text: str) -> str:
@@ -65,9 +68,7 @@ def quote_bars(text: str) -> str:
         return text  # too few bars in the whole text for most lines to start with one
     # one match per quoted line at most (the pattern cannot cross a newline); counted in the UTF-8 bytes
     quoted = sum(1 for _m in _QUOTE.finditer(text.encode("utf-8", "surrogatepass")))
-    if quoted < needed:
-        return text
-    return _QUOTE.sub("", text)
+    return _QUOTE.sub("", text) if quoted >= needed else text
 
 
 def glued_records(text: str) -> str:
@@ -80,14 +81,11 @@ def glued_records(text: str) -> str:
         if m.start(1) >= 0:  # a message's end, not a shipper's stamp
             pieces += (data[end : m.end(1)], b"\n")
             end = m.start(2)
-    if not pieces:
-        return text
-    pieces.append(data[end:])
-    return b"".join(pieces).decode("utf-8", "surrogatepass")
+    return b"".join([*pieces, data[end:]]).decode("utf-8", "surrogatepass") if pieces else text
 
 
 def cloudwatch_duplicates(text: str) -> str:
-    """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
+    """Drop a line repeating the previous one's message minus its stamp; join a CRI "P" piece to the next."""
     if _CW_ANY.search(text) is None:
         return text  # no line starts with an ISO timestamp: skip the line scan
     lines = text.split("\n")  # two at least: a stamped line matched above ends in a newline
@@ -101,7 +99,10 @@ def cloudwatch_duplicates(text: str) -> str:
             break
         prev, line = lines[i], lines[i + 1]
         stamp = _CW_STAMP.match(prev)
-        if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
+        if stamp and stamp[2] == "P" and (piece := _CW_STAMP.match(line)) and piece[1] == stamp[1]:
+            lines[i + 1] = line[: piece.end()] + prev[stamp.end() :] + line[piece.end() :]
+            dropped.add(i)
+        elif line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
             dropped.add(i + 1)
     return "\n".join(line for i, line in enumerate(lines) if i not in dropped) if dropped else text
 

@@ -329,6 +329,38 @@ def test_a_record_glued_after_a_message_ending_in_a_time_is_still_split():
     assert _lines(N.normalize(text)) == ("Waited 30", "ValueError: x")
 
 
+_CRI_STAMP = "2016-10-06T00:17:09.669794202Z"  # kubelet's parseCRILog example (pkg/kubelet/kuberuntime/logs)
+
+
+def test_cri_partial_pieces_are_one_line_again():
+    """A line longer than the runtime's buffer is written as "P" pieces and a last "F" one, each with
+    its own stamp: the pieces are joined (nothing between them), the next record stays its own line."""
+    text = (
+        f"{_CRI_STAMP} stderr P torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 Gi\n"
+        f"{_CRI_STAMP} stderr P B. GPU 6 has a total capacity of 139.80 GiB of which 1003.\n"
+        f"{_CRI_STAMP} stderr F 31 MiB is free.\n"
+        f"{_CRI_STAMP} stdout F INFO 05-18 14:27:49 [api_server.py:1] next"
+    )
+    assert _lines(N.normalize(text)) == (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 6 has a total capacity "
+        "of 139.80 GiB of which 1003.31 MiB is free.",
+        "next",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the other stream's line between a piece and the rest: the runtime writes each stream on its own
+        f"{_CRI_STAMP} stdout P log cont\n{_CRI_STAMP} stderr F other stream\n{_CRI_STAMP} stdout F ent",
+        # a piece whose rest was not pasted, and a full line after a full line
+        f"{_CRI_STAMP} stdout F log content\n{_CRI_STAMP} stdout F next\n{_CRI_STAMP} stdout P cut",
+    ],
+)
+def test_cri_pieces_join_only_their_own_stream(text):
+    assert len(_lines(N.normalize(text))) == 3
+
+
 def test_cloudwatch_doubled_lines_collapse():
     text = (
         "2025-05-02T10:11:12.345Z    ValueError: No available memory for the cache blocks.\n"
