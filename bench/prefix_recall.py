@@ -4,7 +4,9 @@ Takes every record of tests/data/wild_*.jsonl (the files bench/recall.py scores)
 right today by bench/recall.py's rule (a memory/context paste whose root has the family's category, a
 negative answered by its own category), re-renders its text the way each tool below would have shown
 it, and reports per wrapper how many still get the same root signature and the same extracted numbers
-(every numeric value a finding or the context carries, compared with the unwrapped paste's).
+(every numeric value a finding or the context carries, compared with the unwrapped paste's), and how
+many keep every line the detector reads of the unwrapped paste (the prefixes wholly stripped; a
+hard wrap changes lines by design, so that column is not its measure).
 
 The formats are the tools' own, from their source or docs:
 
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,11 +65,12 @@ sys.path.insert(0, str(ROOT))
 from bench.recall import FAMILY_CATEGORY, NEGATIVE, extracted_values  # noqa: E402
 from bot.detector import Detection, detect  # noqa: E402
 from bot.normalize import _clean_lines, _find_joins, visible  # noqa: E402
-from bot.unwrap import unwrap  # noqa: E402
+from bot.unwrap import quote_bars, unwrap  # noqa: E402
 from knowledge.schema import CONFIG_CATEGORIES  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 START = datetime(2025, 7, 2, 7, 41, 58, 123456, tzinfo=UTC)
+QUOTE_BAR = re.compile(r"[ \t]{0,3}(?:(?:\u258e|>)[ \t]?){1,8}")  # bot/unwrap.py's _QUOTE, one line
 CRI_MAX_LINE = 16384  # containerd max_container_log_line_size default
 COMPOSE_CYAN = "36"  # the first colour of compose's rainbow (cmd/formatter/colors.go)
 
@@ -92,9 +96,23 @@ def per_line(render: Callable[[int, datetime, str], str]) -> Callable[[str], str
     def wrap(text: str) -> str:
         lines, joined = text.split("\n"), continuations(text)
         stamps = _stamps(len(lines))
-        return "\n".join(line if i in joined else render(i, stamps[i], line) for i, line in enumerate(lines))
+        bars = quoted_bars(text, lines)
+        return "\n".join(
+            line
+            if i in joined
+            else bars[i] + render(i, stamps[i], line[len(bars[i]) :]).replace("\n", "\n" + bars[i])
+            for i, line in enumerate(lines)
+        )
 
     return wrap
+
+
+def quoted_bars(text: str, lines: list[str]) -> list[str]:
+    """Each line's chat quote bar, when the paste was quoted as a whole (bot/unwrap.py's rule): the chat
+    quoted what the shipper wrote, so the shipper's prefix goes after the bar."""
+    if quote_bars(visible(text)) == visible(text):
+        return [""] * len(lines)
+    return [m.group() if (m := QUOTE_BAR.match(line)) else "" for line in lines]
 
 
 def nano(t: datetime) -> str:
@@ -236,7 +254,15 @@ class WrapperScore:
     name: str
     same_root: int = 0
     same_numbers: int = 0
+    same_lines: int = 0
     misses: list[str] = field(default_factory=list)
+
+
+def plain_lines(detection: Detection) -> set[str]:
+    """The non-empty lines the detector reads (its plain view), stripped: with every prefix gone, a wrapped
+    paste holds all of the unwrapped paste's (a wrapper may add its own, as Actions' ##[group] line).
+    Stripped, because a timestamp prefix takes the blanks after it (a traceback's indentation) too."""
+    return set(filter(None, map(str.strip, detection.normalized.views[0].text.split("\n"))))
 
 
 def score(records: list[dict]) -> tuple[int, list[WrapperScore]]:
@@ -244,16 +270,17 @@ def score(records: list[dict]) -> tuple[int, list[WrapperScore]]:
     for r in records:
         d = detect(r["text"])
         if right_today(r, d):
-            baseline.append((r, d.root.signature if d.root else None, numbers(d)))
+            baseline.append((r, d.root.signature if d.root else None, numbers(d), plain_lines(d)))
     scores = []
     for name, wrap in WRAPPERS.items():
         s = WrapperScore(name)
-        for r, root, nums in baseline:
+        for r, root, nums, lines in baseline:
             d = detect(wrap(r["text"]))
             got_root = d.root.signature if d.root else None
             got = numbers(d)
             s.same_root += got_root == root
             s.same_numbers += got == nums
+            s.same_lines += lines <= plain_lines(d)
             if got_root != root:
                 s.misses.append(f"{r['id']}: root {got_root} (was {root})")
             elif got != nums:
@@ -284,9 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"pastes": n, "wrappers": [s.__dict__ for s in scores]}, indent=2))
         return 0
     print(f"{n} held-out pastes whose root finding is right unwrapped")
-    print(f"{'wrapper':<34}{'same root':>11}{'same numbers':>14}")
+    print(f"{'wrapper':<34}{'same root':>11}{'same numbers':>14}{'lines kept':>12}")
     for s in scores:
-        print(f"{s.name:<34}{s.same_root:>6}/{n:<4}{s.same_numbers:>9}/{n:<4}")
+        print(f"{s.name:<34}{s.same_root:>6}/{n:<4}{s.same_numbers:>9}/{n:<4}{s.same_lines:>7}/{n:<4}")
         if args.misses:
             print("\n".join(f"    {m}" for m in s.misses))
     return 0
