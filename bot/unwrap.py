@@ -24,8 +24,8 @@ import re2
 _ARROW_ANSI = re2.compile(r"\x{2190}\[[0-9;?]{0,20}[A-Za-z]")
 ARROWS_MIN = 2
 
-# quote bars: Discord/Slack render "▎ " (U+258E) or a blockquote "> " in front of every quoted line
-_QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:\x{258E}|>)[ \t]?")
+# quote bars: Discord/Slack "▎ " (U+258E) or blockquote "> " on every quoted line, one per level ("> > ")
+_QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:(?:\x{258E}|>)[ \t]?){1,8}")
 QUOTED_SHARE = 0.8  # the bar counts only when (nearly) every non-empty line has it
 
 # a log record glued to the end of the previous one: a vLLM worker prefix or logger header, an SGLang

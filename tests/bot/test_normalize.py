@@ -278,7 +278,8 @@ def test_a_single_arrow_in_text_is_kept():
     assert _lines(N.normalize("layers 0 \u2190 31 moved")) == ("layers 0 \u2190 31 moved",)
 
 
-@pytest.mark.parametrize("bar", ["\u258e ", "> "])
+# a quote quoted again (a reply to a quoted paste, an e-mail reply) has one bar per level
+@pytest.mark.parametrize("bar", ["\u258e ", "> ", "> > ", ">> ", "\u258e > "])
 def test_chat_quote_bars_removed(bar):
     text = f"{bar}ValueError: No available memory for the cache blocks.\n{bar}Try increasing `gpu_memory_utilization`"
     assert _lines(N.normalize(text)) == (
