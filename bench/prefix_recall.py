@@ -96,23 +96,24 @@ def per_line(render: Callable[[int, datetime, str], str]) -> Callable[[str], str
     def wrap(text: str) -> str:
         lines, joined = text.split("\n"), continuations(text)
         stamps = _stamps(len(lines))
-        bars = quoted_bars(text, lines)
-        return "\n".join(
-            line
-            if i in joined
-            else bars[i] + render(i, stamps[i], line[len(bars[i]) :]).replace("\n", "\n" + bars[i])
-            for i, line in enumerate(lines)
-        )
+        return "\n".join(line if i in joined else render(i, stamps[i], line) for i, line in enumerate(lines))
 
     return wrap
 
 
-def quoted_bars(text: str, lines: list[str]) -> list[str]:
-    """Each line's chat quote bar, when the paste was quoted as a whole (bot/unwrap.py's rule): the chat
-    quoted what the shipper wrote, so the shipper's prefix goes after the bar."""
-    if quote_bars(visible(text)) == visible(text):
-        return [""] * len(lines)
-    return [m.group() if (m := QUOTE_BAR.match(line)) else "" for line in lines]
+def under_quote(wrap: Callable[[str], str]) -> Callable[[str], str]:
+    """A shipper's output as a chat quoted it: when the paste was quoted as a whole (bot/unwrap.py's rule),
+    the shipper wrote the lines inside the quote, so the quote bar goes in front of everything it wrote."""
+
+    def quoted(text: str) -> str:
+        if quote_bars(visible(text)) == visible(text):
+            return wrap(text)
+        bars = [m.group() if (m := QUOTE_BAR.match(line)) else "" for line in text.split("\n")]
+        inner = "\n".join(line[len(bar) :] for line, bar in zip(text.split("\n"), bars, strict=True))
+        bar = next(filter(None, bars))
+        return bar + wrap(inner).replace("\n", "\n" + bar)
+
+    return quoted
 
 
 def nano(t: datetime) -> str:
@@ -228,6 +229,8 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "kubectl --prefix > compose": per_line(lambda i, t, s: POD + compose("vllm-1", WIDTH) + s),
     "journald > vLLM worker": per_line(lambda i, t, s: journald_short(t) + "(EngineCore_DP0 pid=2871) " + s),
 }
+DISPLAY = ("hard wrap", "chat quote", "Markdown")  # what a screen or a chat does to the paste, not a shipper
+WRAPPERS = {k: w if k.startswith(DISPLAY) else under_quote(w) for k, w in WRAPPERS.items()}
 
 
 def right_today(record: dict, detection: Detection) -> bool:
