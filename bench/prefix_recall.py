@@ -16,9 +16,9 @@ The formats are the tools' own, from their source or docs:
   ``fmt.Sprintf("[pod/%s/%s] ", ref.Name, containerName)``), put in front of the server's (timestamped) line;
 - the CRI log file (/var/log/pods/...): ``TIMESTAMP STREAM TAG CONTENT``, tag F (full) or P (partial)
   (logs.go parseCRILog: "2016-10-06T00:17:09.669794202Z stdout P log content 1"); containerd writes P
-  for a line longer than max_container_log_line_size (16384), so ``cri-partial`` cuts long lines
-  in two at their middle to exercise the re-join a real 16 KiB line needs;
-- docker logs -t: RFC3339NanoFixed ("2006-01-02T15:04:05.000000000Z07:00", moby daemon/logger) and a space;
+  for a line longer than max_container_log_line_size (16384), so ``CRI file (P + F)`` cuts every line
+  over 40 characters in two at its middle to exercise the re-join a real 16 KiB line needs;
+- docker logs -t: ``msg.Timestamp.Format(jsonmessage.RFC3339NanoFixed)+" "`` (moby daemon/logs.go);
 - docker compose v2: ``fmt.Sprintf("%-"+width+"s | ", name)``, width the longest service name plus one
   (docker/compose cmd/formatter/logs.go setPrefix, computeWidth), coloured as a whole with
   ``\\033[<code>m`` ... ``\\033[0m`` (cmd/formatter/colors.go ansiColor), also with the escape byte lost;
@@ -43,7 +43,10 @@ The formats are the tools' own, from their source or docs:
 - nested: kubectl --prefix around docker compose; journald around vLLM's worker prefix
   (``(EngineCore_DP0 pid=N) ``, vllm/utils ``_add_prefix`` on every line of a worker's output).
 
-The timestamps are made up (one millisecond apart); nothing else about a line changes.
+A shipper prefixes the records it was given: the lines a later hard wrap made (those the unwrapped
+paste's normalisation re-joins) get no prefix of their own, and a paste quoted as a whole is shipped
+inside its quote (the bar in front of everything the shipper wrote).  The timestamps are made up (one
+millisecond apart); nothing else about a line changes.
 
 Run: .venv/bin/python bench/prefix_recall.py [--misses] [--json]
 """
