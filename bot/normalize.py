@@ -65,8 +65,9 @@ PREFIX_PATTERNS = [
     r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}+[ \t]++\|[ \t]",
     # podman / tagged: "[llama-cpp] | "
     r"\[[A-Za-z0-9_.-][A-Za-z0-9_. -]{0,29}+\][ \t]++\|[ \t]",
-    # journald: "Aug 08 23:02:37 host ollama[1617]: " (also a lower-case locale month: "dec 08 ...")
-    r"[A-Za-z][a-z]{2} ++[0-9]{1,2} [0-9:]{8} [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
+    # journald: "Aug 08 23:02:37 host ollama[1617]: " (also a lower-case locale month: "dec 08 ..."), and
+    # -o short-precise's microseconds (journalctl(1): "Jul 02 07:41:58.123456 host vllm[2871]: ")
+    r"[A-Za-z][a-z]{2} ++[0-9]{1,2} [0-9:]{8}(?:\.[0-9]{1,9})? [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
     # Go slog (msg= and the key=value fields after it are kept)
     r"time=[^ \t\n]++ level=[A-Za-z]++ source=[^ \t\n]++ ",
     # worker prefixes: "(VllmWorker rank=3 pid=1090) ", "(EngineCore_DP0 pid=1133552) ",
@@ -79,8 +80,27 @@ PREFIX_PATTERNS = [
     r"\[(?:rank|default)[0-9]++\]:[ \t]?",
     # fastchat: "2024-01-22 14:32:27 | ERROR | stderr | "
     r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]++ \| [A-Z]++ \| [A-Za-z0-9_]++ \| ",
-    # Python logging / Ray: "2024-01-22 14:32:19,671 INFO worker.py:1540 -- "
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:,.]++Z?[ \t]++(?:(?:INFO|WARNING|WARN|ERROR|DEBUG)[ \t]++)?(?:[A-Za-z0-9_.]++:[0-9]++ -- )?",
+    # Kubernetes CRI log file, kubelet's parseCRILog example (kubernetes/kubernetes
+    # pkg/kubelet/kuberuntime/logs/logs.go): "2016-10-06T00:17:09.669794202Z stdout P log content 1"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++(?:Z|[+-][0-9]{2}:[0-9]{2}) std(?:out|err) [FP] ",
+    # GitLab Runner job-log timestamps (FF_TIMESTAMPS, runner 17.0+; docs.gitlab.com ci/yaml/ci_job_log_timestamps):
+    # "2024-06-26T09:52:17.271593Z 00O Running with gitlab-runner 17.2.0", "... 00O+Preparing ..."
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++Z [0-9a-f]{2}[OE](?: |\+)",
+    # journalctl -o short-iso[-precise]: a "+0200" offset, "+02:00" since systemd/systemd#29134 (its example:
+    # "2023-09-08T17:20:30+0200 tarta r710_fan_controller.sh[20911]: ..."); never "Z"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++[+-][0-9]{2}:?[0-9]{2} [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
+    # a shipper's stamp (docker logs -t, kubectl --timestamps, Grafana) on a vLLM logger line: both go, before the
+    # Python-logging entry below could take vLLM's level for its own ("...Z INFO 03-02 23:59:21 api_server.py:240] ")
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++(?:Z|[+-][0-9]{2}:[0-9]{2})[ \t]++(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]++ (?:\[[A-Za-z0-9_./]++:[0-9]++\]|[A-Za-z0-9_.]++:[0-9]++\])[ \t]*+",
+    # Python logging / Ray: "2024-01-22 14:32:19,671 INFO worker.py:1540 -- "; also an RFC 3339 stamp with an
+    # offset, as Grafana's log download writes it (dateTimeFormatISO + tab: "2025-07-02T09:41:58+02:00\t")
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:,.]++(?:Z|[+-][0-9]{2}:[0-9]{2})?[ \t]++(?:(?:INFO|WARNING|WARN|ERROR|DEBUG)[ \t]++)?(?:[A-Za-z0-9_.]++:[0-9]++ -- )?",
+    # kubectl logs --prefix (kubernetes/kubectl pkg/cmd/logs/logs.go addPrefixIfNeeded: "[pod/%s/%s] "); a pod
+    # name is a DNS subdomain (253 characters at most), a container name a DNS label (63)
+    r"\[pod/[a-z0-9][a-z0-9.-]{0,252}+/[a-z0-9-]{0,63}+\] ",
+    # GitHub Actions raw log markers after the runner's timestamp (workflow commands, docs.github.com):
+    # "##[group]Run ...", "##[error]Process completed with exit code 1."
+    r"##\[(?:error|warning|notice|debug|command|group|endgroup|section)\]",
     # llama.cpp timestamps: "1.06.520.077 E "
     r"[0-9]++\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWEDT] ",
     # Aphrodite / uvicorn: "INFO:     "

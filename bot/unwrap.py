@@ -7,7 +7,8 @@ invisible characters and real ANSI sequences are gone, before log prefixes are s
 - chat quote bars: every non-empty line starts with ``▎ `` or ``> `` (Discord, Slack, e-mail replies);
 - log lines whose newlines were lost, so several records run together on one line
   (``... engine.(EngineCore_DP0 pid=3) ERROR 01-28 00:18:18 [core.py:935] ...``);
-- CloudWatch console copies that print every message twice: once after its timestamp, once alone.
+- CloudWatch console copies that print every message twice: once after its timestamp, once alone;
+  the Kubernetes CRI log file's partial (``P``) pieces of one long line, joined again.
 
 All patterns are RE2 (linear time); the line passes are single scans.
 """
@@ -23,16 +24,18 @@ import re2
 _ARROW_ANSI = re2.compile(r"\x{2190}\[[0-9;?]{0,20}[A-Za-z]")
 ARROWS_MIN = 2
 
-# quote bars: Discord/Slack render "▎ " (U+258E) or a blockquote "> " in front of every quoted line
-_QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:\x{258E}|>)[ \t]?")
+# quote bars: Discord/Slack "▎ " (U+258E) or blockquote "> " on every quoted line, one per level ("> > ")
+_QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:(?:\x{258E}|>)[ \t]?){1,8}")
 QUOTED_SHARE = 0.8  # the bar counts only when (nearly) every non-empty line has it
 
 # a log record glued to the end of the previous one: a vLLM worker prefix or logger header, an SGLang
 # bracketed timestamp or a Go slog header, found mid-line right after the end of a message (a word,
 # a number or closing punctuation).  Not after "]", ")", "|" or ":": those end the prefixes that
-# legitimately stack in front of such a header ("vllm-1  | ERROR 11-18 ...", "ollama[1617]: time=...").
+# legitimately stack in front of such a header ("vllm-1  | ERROR 11-18 ...", "ollama[1617]: time=..."),
+# nor after a shipper's RFC 3339 stamp and stream tag ("...789Z stdout F ", "...Z 00O "): matched, not split.
 _GLUED = re2.compile(
-    r"([A-Za-z0-9.,;!?'\"`])[ \t]?("
+    r"(?:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})(?: std(?:out|err) [FP]| [0-9a-f]{2}[OE]\+?)?"
+    r"|([A-Za-z0-9.,;!?'\"`]))[ \t]?("
     r"\([A-Za-z][A-Za-z0-9_]{0,40} pid=[0-9]{1,10}\)[ \t]+(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} "
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]{8,15} \[[A-Za-z0-9_./]{1,80}:[0-9]{1,6}\]"
     r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}(?: [A-Z]{2,4}[0-9]{1,4}){0,4}\] "
@@ -40,9 +43,11 @@ _GLUED = re2.compile(
     r")"
 )
 
-# CloudWatch: "2025-05-02T10:11:12.345Z    <message>" followed by "<message>" again
-_CW_ANY = re2.compile(r"(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+[^\n]+\n")
-_CW_STAMP = re2.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+")
+# CloudWatch: "2025-05-02T10:11:12.345Z    <message>" followed by "<message>" again; the CRI file: a line longer
+# than the runtime's buffer as "P" pieces, then "F" (kubelet parseCRILog: "...202Z stdout P log content 1")
+_STAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{8,18}(?:Z|[+-][0-9:]{4,5})?[ \t]+"
+_CW_ANY = re2.compile("(?m)^" + _STAMP + "[^\n]+\n")
+_CW_STAMP = re2.compile("^" + _STAMP + "(?:(std(?:out|err)) ([PF]) )?")
 
 
 def arrow_ansi(text: str) -> str:
@@ -63,9 +68,7 @@ def quote_bars(text: str) -> str:
         return text  # too few bars in the whole text for most lines to start with one
     # one match per quoted line at most (the pattern cannot cross a newline); counted in the UTF-8 bytes
     quoted = sum(1 for _m in _QUOTE.finditer(text.encode("utf-8", "surrogatepass")))
-    if quoted < needed:
-        return text
-    return _QUOTE.sub("", text)
+    return _QUOTE.sub("", text) if quoted >= needed else text
 
 
 def glued_records(text: str) -> str:
@@ -75,21 +78,17 @@ def glued_records(text: str) -> str:
     pieces: list[bytes] = []
     end = 0
     for m in _GLUED.finditer(data):
-        pieces += (data[end : m.end(1)], b"\n")
-        end = m.start(2)
-    if not pieces:
-        return text
-    pieces.append(data[end:])
-    return b"".join(pieces).decode("utf-8", "surrogatepass")
+        if m.start(1) >= 0:  # a message's end, not a shipper's stamp
+            pieces += (data[end : m.end(1)], b"\n")
+            end = m.start(2)
+    return b"".join([*pieces, data[end:]]).decode("utf-8", "surrogatepass") if pieces else text
 
 
 def cloudwatch_duplicates(text: str) -> str:
-    """Drop a line that repeats the previous line's message (the previous line minus its timestamp)."""
+    """Drop a line repeating the previous one's message minus its stamp; join a CRI "P" piece to the next."""
     if _CW_ANY.search(text) is None:
         return text  # no line starts with an ISO timestamp: skip the line scan
-    lines = text.split("\n")
-    if len(lines) < 2:
-        return text
+    lines = text.split("\n")  # two at least: a stamped line matched above ends in a newline
     # only a line that starts with four digits can carry the stamp: the others are not matched
     stamped = itertools.compress(
         itertools.count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines))
@@ -100,11 +99,12 @@ def cloudwatch_duplicates(text: str) -> str:
             break
         prev, line = lines[i], lines[i + 1]
         stamp = _CW_STAMP.match(prev)
-        if line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
+        if stamp and stamp[2] == "P" and (piece := _CW_STAMP.match(line)) and piece[1] == stamp[1]:
+            lines[i + 1] = line[: piece.end()] + prev[stamp.end() :] + line[piece.end() :]
+            dropped.add(i)
+        elif line and stamp is not None and prev[stamp.end() :].strip() == line.strip():
             dropped.add(i + 1)
-    if not dropped:
-        return text
-    return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+    return "\n".join(line for i, line in enumerate(lines) if i not in dropped) if dropped else text
 
 
 def unwrap(text: str) -> str:

@@ -129,11 +129,90 @@ def test_python_re_patterns_never_backtrack(pattern):
             "(Worker_PP1_TP0 pid=583) WARNING 01-28 00:18:18 [multiproc_executor.py:786] WorkerProc",
             "WorkerProc",
         ),
+        # log shippers (bench/prefix_recall.py measures them on the held-out pastes)
+        (  # the CRI log file, kubelet's own example (kubernetes/kubernetes pkg/kubelet/kuberuntime/logs/logs.go)
+            "2016-10-06T00:17:09.669794202Z stdout P log content 1",
+            "log content 1",
+        ),
+        (
+            "2016-10-06T00:17:09.669794203Z stderr F log content 2",
+            "log content 2",
+        ),
+        (  # kubectl logs --prefix (kubernetes/kubectl pkg/cmd/logs/logs.go "[pod/%s/%s] ") around vLLM's uvicorn
+            '[pod/vllm-qwen-68c5644b78-r8cnl/vllm-qwen] INFO:     10.1.39.21:40202 - "POST /v1/completions HTTP/1.1" 200 OK',
+            '10.1.39.21:40202 - "POST /v1/completions HTTP/1.1" 200 OK',
+        ),
+        (  # kubectl logs --prefix --timestamps: the prefix goes in front of the kubelet's stamp
+            "[pod/vllm-0/vllm] 2025-11-19T20:16:36.096638074Z (EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 "
+            "[v1/engine/core.py:842] torch.OutOfMemoryError: CUDA out of memory.",
+            "torch.OutOfMemoryError: CUDA out of memory.",
+        ),
+        (  # journalctl -o short-iso, before and after systemd v255 (systemd/systemd#29134)
+            "2023-09-08T17:20:30+0200 tarta r710_fan_controller.sh[20911]: Highest drive temperature: 43 Celcius.",
+            "Highest drive temperature: 43 Celcius.",
+        ),
+        (  # -o short-iso-precise with the RFC 3339 offset (systemd/systemd#29134)
+            "2023-09-08T17:20:30.655028+02:00 tarta r710_fan_controller.sh[20911]: Highest drive temperature: 43 Celcius.",
+            "Highest drive temperature: 43 Celcius.",
+        ),
+        (  # journalctl -o short-precise (bottlerocket-os/bottlerocket#2900)
+            "Mar 14 10:12:31.545088 localhost kernel: Using GB pages for direct mapping",
+            "Using GB pages for direct mapping",
+        ),
+        (  # GitLab Runner job-log timestamps (docs.gitlab.com ci/yaml/ci_job_log_timestamps), "+" appends
+            "2026-05-08T09:28:43.725057Z 00O Running with gitlab-runner 18.11.1 (5265d41d)",
+            "Running with gitlab-runner 18.11.1 (5265d41d)",
+        ),
+        (
+            '2026-05-08T09:28:43.725057Z 00O+Preparing the "shell" executor',
+            'Preparing the "shell" executor',
+        ),
+        (  # GitHub Actions raw log: the runner's stamp, then an annotation marker
+            "2025-07-02T07:41:58.1234567Z ##[error]Process completed with exit code 1.",
+            "Process completed with exit code 1.",
+        ),
+        (  # docker logs -t (RFC3339NanoFixed and a space) on a vLLM logger line (vllm-project/vllm#3161)
+            "2024-03-02T23:59:21.000000000Z INFO 03-02 23:59:21 api_server.py:240] vLLM API server version 0.3.3",
+            "vLLM API server version 0.3.3",
+        ),
+        (  # Grafana's log download (public/app/features/inspector/utils/download.ts: ISO stamp + tab)
+            "2025-07-02T09:41:58+02:00\tINFO 07-02 07:41:58 [worker.py:267] model weights take 14.99GiB",
+            "model weights take 14.99GiB",
+        ),
     ],
 )
 def test_prefixes_stripped(line, rest):
     norm = N.normalize(line)
     assert _lines(norm)[0] == rest
+
+
+@pytest.mark.parametrize(
+    ("line", "rest"),
+    [
+        # TGI's tracing line: an RFC 3339 stamp, a level and a target: not journalctl -o short-iso (which
+        # never prints "Z"), so "text_generation_launcher:" stays for the signatures
+        (
+            "2023-09-26T21:48:00.969072Z ERROR text_generation_launcher: Method Warmup encountered an error.",
+            "text_generation_launcher: Method Warmup encountered an error.",
+        ),
+        # a vLLM message wrapped at its number, and nvidia-smi's list: a leading number is text
+        (
+            "22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).",
+            "22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).",
+        ),
+        ("0: NVIDIA GeForce RTX 5070 Ti 16303MiB", "0: NVIDIA GeForce RTX 5070 Ti 16303MiB"),
+        # a pod reference inside a message, an annotation marker mid-line: only line starts are prefixes
+        (
+            "Back-off restarting failed container [pod/vllm-0/vllm] x",
+            "Back-off restarting failed container [pod/vllm-0/vllm] x",
+        ),
+        ("Process ##[error]x", "Process ##[error]x"),
+        # a CRI stream word without the kubelet's stamp is the message's own
+        ("stderr F log content", "stderr F log content"),
+    ],
+)
+def test_lookalike_prefixes_kept(line, rest):
+    assert _lines(N.normalize(line))[0] == rest
 
 
 def test_ansi_with_lost_escape_byte():
@@ -199,7 +278,8 @@ def test_a_single_arrow_in_text_is_kept():
     assert _lines(N.normalize("layers 0 \u2190 31 moved")) == ("layers 0 \u2190 31 moved",)
 
 
-@pytest.mark.parametrize("bar", ["\u258e ", "> "])
+# a quote quoted again (a reply to a quoted paste, an e-mail reply) has one bar per level
+@pytest.mark.parametrize("bar", ["\u258e ", "> ", "> > ", ">> ", "\u258e > "])
 def test_chat_quote_bars_removed(bar):
     text = f"{bar}ValueError: No available memory for the cache blocks.\n{bar}Try increasing `gpu_memory_utilization`"
     assert _lines(N.normalize(text)) == (
@@ -232,10 +312,54 @@ def test_glued_records_are_split():
         "vllm-1  | (EngineCore_DP0 pid=3) ERROR 11-18 18:07:28 [core.py:1] ValueError: x",
         "  | [2025-03-10T15:07:20Z] ERROR 03-10 08:07:20 [core.py:302] ValueError: x",
         "(EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x",
+        # a shipper's stamp (and stream tag) in front of a vLLM worker's line: docker logs -t / kubectl
+        # --timestamps, the CRI file, GitLab's job-log timestamps, an RFC 3339 offset
+        "2025-11-19T20:16:36.096638074Z (EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x",
+        "2025-11-19T20:16:36.096638074Z stderr F (EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x",
+        "2025-11-19T20:16:36.096638Z 01E (EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x",
+        "2025-11-19T21:16:36+01:00 (EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x",
     ],
 )
 def test_stacked_prefixes_are_not_split(line):
     assert _lines(N.normalize(line)) == ("ValueError: x",)
+
+
+def test_a_record_glued_after_a_message_ending_in_a_time_is_still_split():
+    """Only a stamp with a shipper's shape is kept whole: a message's own last number is not one."""
+    text = "Waited 30 (EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [core.py:842] ValueError: x"
+    assert _lines(N.normalize(text)) == ("Waited 30", "ValueError: x")
+
+
+_CRI_STAMP = "2016-10-06T00:17:09.669794202Z"  # kubelet's parseCRILog example (pkg/kubelet/kuberuntime/logs)
+
+
+def test_cri_partial_pieces_are_one_line_again():
+    """A line longer than the runtime's buffer is written as "P" pieces and a last "F" one, each with
+    its own stamp: the pieces are joined (nothing between them), the next record stays its own line."""
+    text = (
+        f"{_CRI_STAMP} stderr P torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 Gi\n"
+        f"{_CRI_STAMP} stderr P B. GPU 6 has a total capacity of 139.80 GiB of which 1003.\n"
+        f"{_CRI_STAMP} stderr F 31 MiB is free.\n"
+        f"{_CRI_STAMP} stdout F INFO 05-18 14:27:49 [api_server.py:1] next"
+    )
+    assert _lines(N.normalize(text)) == (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 6 has a total capacity "
+        "of 139.80 GiB of which 1003.31 MiB is free.",
+        "next",
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the other stream's line between a piece and the rest: the runtime writes each stream on its own
+        f"{_CRI_STAMP} stdout P log cont\n{_CRI_STAMP} stderr F other stream\n{_CRI_STAMP} stdout F ent",
+        # a piece whose rest was not pasted, and a full line after a full line
+        f"{_CRI_STAMP} stdout F log content\n{_CRI_STAMP} stdout F next\n{_CRI_STAMP} stdout P cut",
+    ],
+)
+def test_cri_pieces_join_only_their_own_stream(text):
+    assert len(_lines(N.normalize(text))) == 3
 
 
 def test_cloudwatch_doubled_lines_collapse():
