@@ -33,6 +33,7 @@ from operator import add
 import re2
 
 from bot.unwrap import unwrap
+from knowledge.log_prefixes import log_prefixes
 
 # NULs, the mark we use, zero-width and bidi-control characters: removed before anything else
 _INVISIBLE_CHARS = "\x00\x02\u00ad\u061c\u2060\ufeff" + "".join(
@@ -53,72 +54,9 @@ _ANSI_LOST_ONLY = re.compile(_ANSI_LOST)  # the same pass when the text has no e
 # digit group comes ";" or "m", so possessive and greedy agree)
 _ANSI_LOST_UTF8 = re2.compile(rb"\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
 
-# Log prefixes, each possessive (no backtracking): every quantified class is followed by a character
-# it cannot match, so possessive and greedy agree.
-PREFIX_PATTERNS = [
-    # CI / Buildkite: "  | [2025-03-10T15:07:20Z] "
-    r"[ \t]*+\|[ \t]++",
-    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++Z?\][ \t]*+",
-    # SGLang / generic bracketed timestamps: "[2025-07-02 07:41:58 DP0 TP0] "
-    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:.,]++(?: [A-Z]++[0-9]++)*+\][ \t]*+",
-    # docker compose: "vllm-1  | ", "ollama  | "
-    r"[A-Za-z0-9][A-Za-z0-9_.-]{0,40}+[ \t]++\|[ \t]",
-    # podman / tagged: "[llama-cpp] | "
-    r"\[[A-Za-z0-9_.-][A-Za-z0-9_. -]{0,29}+\][ \t]++\|[ \t]",
-    # journald: "Aug 08 23:02:37 host ollama[1617]: " (also a lower-case locale month: "dec 08 ..."), and
-    # -o short-precise's microseconds (journalctl(1): "Jul 02 07:41:58.123456 host vllm[2871]: ")
-    r"[A-Za-z][a-z]{2} ++[0-9]{1,2} [0-9:]{8}(?:\.[0-9]{1,9})? [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
-    # Go slog (msg= and the key=value fields after it are kept)
-    r"time=[^ \t\n]++ level=[A-Za-z]++ source=[^ \t\n]++ ",
-    # worker prefixes: "(VllmWorker rank=3 pid=1090) ", "(EngineCore_DP0 pid=1133552) ",
-    # "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) ", also with the "(" lost
-    r"\(?[A-Za-z][A-Za-z0-9_]*+(?: rank=[0-9]++)? pid=[0-9]++(?:, ip=[0-9a-fA-F.:]++)?\)[ \t]*+",
-    # vLLM logger: "INFO 04-12 08:21:19 [worker.py:267] " ("[v1/engine/core.py:842]" with VLLM_LOGGING's
-    # relative paths) and older "INFO 08-19 07:51:03 model_runner.py:732] "
-    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]++ (?:\[[A-Za-z0-9_./]++:[0-9]++\]|[A-Za-z0-9_.]++:[0-9]++\])[ \t]*+",
-    # torchrun: "[rank0]: "
-    r"\[(?:rank|default)[0-9]++\]:[ \t]?",
-    # fastchat: "2024-01-22 14:32:27 | ERROR | stderr | "
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:,.]++ \| [A-Z]++ \| [A-Za-z0-9_]++ \| ",
-    # Kubernetes CRI log file, kubelet's parseCRILog example (kubernetes/kubernetes
-    # pkg/kubelet/kuberuntime/logs/logs.go): "2016-10-06T00:17:09.669794202Z stdout P log content 1"
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++(?:Z|[+-][0-9]{2}:[0-9]{2}) std(?:out|err) [FP] ",
-    # GitLab Runner job-log timestamps (FF_TIMESTAMPS, runner 17.0+; docs.gitlab.com ci/yaml/ci_job_log_timestamps):
-    # "2024-06-26T09:52:17.271593Z 00O Running with gitlab-runner 17.2.0", "... 00O+Preparing ..."
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++Z [0-9a-f]{2}[OE](?: |\+)",
-    # journalctl -o short-iso[-precise]: a "+0200" offset, "+02:00" since systemd/systemd#29134 (its example:
-    # "2023-09-08T17:20:30+0200 tarta r710_fan_controller.sh[20911]: ..."); never "Z"
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++[+-][0-9]{2}:?[0-9]{2} [^ \t\n]++ [A-Za-z0-9_.-]++(?:\[[0-9]++\])?: ",
-    # a shipper's stamp (docker logs -t, kubectl --timestamps, Grafana) on a vLLM logger line: both go, before the
-    # Python-logging entry below could take vLLM's level for its own ("...Z INFO 03-02 23:59:21 api_server.py:240] ")
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++(?:Z|[+-][0-9]{2}:[0-9]{2})[ \t]++(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [0-9]{2}-[0-9]{2} [0-9:.]++ (?:\[[A-Za-z0-9_./]++:[0-9]++\]|[A-Za-z0-9_.]++:[0-9]++\])[ \t]*+",
-    # Python logging / Ray: "2024-01-22 14:32:19,671 INFO worker.py:1540 -- "; also an RFC 3339 stamp with an
-    # offset, as Grafana's log download writes it (dateTimeFormatISO + tab: "2025-07-02T09:41:58+02:00\t")
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:,.]++(?:Z|[+-][0-9]{2}:[0-9]{2})?[ \t]++(?:(?:INFO|WARNING|WARN|ERROR|DEBUG)[ \t]++)?(?:[A-Za-z0-9_.]++:[0-9]++ -- )?",
-    # kubectl logs --prefix (kubernetes/kubectl pkg/cmd/logs/logs.go addPrefixIfNeeded: "[pod/%s/%s] "); a pod
-    # name is a DNS subdomain (253 characters at most), a container name a DNS label (63)
-    r"\[pod/[a-z0-9][a-z0-9.-]{0,252}+/[a-z0-9-]{0,63}+\] ",
-    # GitHub Actions raw log markers after the runner's timestamp (workflow commands, docs.github.com):
-    # "##[group]Run ...", "##[error]Process completed with exit code 1."
-    r"##\[(?:error|warning|notice|debug|command|group|endgroup|section)\]",
-    # llama.cpp timestamps: "1.06.520.077 E "
-    r"[0-9]++\.[0-9]{2}\.[0-9]{3}\.[0-9]{3} [IWEDT] ",
-    # Aphrodite / uvicorn: "INFO:     "
-    r"(?:INFO|WARNING|ERROR|DEBUG):[ \t]++",
-    # Lemonade (after its timestamp): "[Info] (Process) ", "[Error] (WrappedServer) "
-    r"\[(?:Info|Warn|Warning|Error|Debug|Trace|Fatal)\] \([A-Za-z][A-Za-z0-9_]*+\) ",
-    # a container name in brackets (docker logs -t, Lemonade in Docker): "[lemonade-server-app-1] "
-    # (compose replicas end in "-N": "[llama-cpp] " is LocalAI's backend tag, not a prefix)
-    r"\[(?:[A-Za-z0-9_.]++-)++[0-9]++\] ",
-    # LocalAI (zerolog console): "3:44PM DBG ", then "GRPC(<model>-127.0.0.1:44793): stderr "
-    r"[0-9]{1,2}:[0-9]{2}[AP]M (?:TRC|DBG|INF|WRN|ERR|FTL) ",
-    r"GRPC\([^)\n]{1,200}+\): std(?:err|out) ",
-    # Google Cloud Logging / GKE copy: "INFO 2025-11-19T20:16:36.096625454Z [resource.labels.containerName: vllm] "
-    r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL) [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]++Z \[[^\]\n]{1,120}+\] ",
-    # Home Assistant (after its timestamp and level): "(MainThread) [homeassistant.components.ollama] "
-    r"\([A-Za-z][A-Za-z0-9_-]{0,40}+\) \[[a-z][a-z0-9_.]{0,100}+\] ",
-]
-MAX_PREFIX_LAYERS = 6  # Lemonade in Docker stacks five
+# Log prefixes (knowledge/log_prefixes.yaml), each possessive: no backtracking
+PREFIX_PATTERNS = [p.pattern for p in log_prefixes().prefixes]
+MAX_PREFIX_LAYERS = log_prefixes().max_layers
 # anchored on a literal newline (the text gets one in front): the engine scans for "\n" and tries the
 # prefixes only there, instead of testing a line-start assertion at every character
 _PREFIX_M = re.compile(

@@ -107,7 +107,8 @@ def test_every_schema_dataclass_forbids_unknown_keys_itself():
 
     not_schemas = {"LoadedSignature", "KnowledgeBase", "SecretRule", "_RuleFile", "RuleSet", "ReleaseRange"}
     modules = ["calculator.catalog", "calculator.constants", "knowledge.schema", "knowledge.levers"]
-    modules += ["knowledge.features", "knowledge.loader", "knowledge.log_lines", "bot.secret_rules"]
+    modules += ["knowledge.features", "knowledge.loader", "knowledge.log_lines", "knowledge.log_prefixes"]
+    modules += ["bot.secret_rules"]
     checked = []
     for name in modules:
         for cls in vars(importlib.import_module(name)).values():
@@ -115,7 +116,7 @@ def test_every_schema_dataclass_forbids_unknown_keys_itself():
             if ours and cls.__name__ not in not_schemas:
                 assert getattr(cls, "__pydantic_config__", None) is STRICT, cls
                 checked.append(cls.__name__)
-    assert len(checked) == 33  # with Drafter, _DrafterFile, LogLine, LogLineTable and Host
+    assert len(checked) == 35  # with Drafter, _DrafterFile, LogLine, LogLineTable, Host, LogPrefix(Table)
 
 
 def test_a_config_json_with_impossible_shapes_is_refused_when_the_spec_is_built():
@@ -126,3 +127,10 @@ def test_a_config_json_with_impossible_shapes_is_refused_when_the_spec_is_built(
         spec_from_config(cfg | {"max_position_embeddings": 128}, "x", "config.json")
     with pytest.raises(ValueError, match=r"^max_position_embeddings must be greater than 0, not -1$"):
         spec_from_config(cfg | {"num_hidden_layers": 2, "max_position_embeddings": -1}, "x", "config.json")
+
+
+def test_a_log_prefix_that_does_not_compile_is_refused():
+    from knowledge.log_prefixes import LogPrefixTable
+
+    with pytest.raises(ValueError, match=r"prefix pattern does not compile"):
+        validate(LogPrefixTable, {"max_layers": 1, "prefixes": [{"pattern": "[unclosed", "what": "x"}]})
