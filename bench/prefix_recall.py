@@ -89,7 +89,7 @@ def continuations(text: str) -> frozenset[int]:
     raw = unwrap(visible(text))
     if raw.count("\n") != text.count("\n"):
         return frozenset()  # unwrap split or dropped lines: no line-for-line map
-    lines, prefixed = _clean_lines(raw, None)
+    lines, prefixed, _blank = _clean_lines(raw, None)
     return frozenset(_find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw))
 
 

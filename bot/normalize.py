@@ -187,22 +187,30 @@ def visible(text: str) -> str:
     return text
 
 
-def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray]:
-    """Each line without its prefixes and trailing blanks, whether it had one (cut by ``cuts`` if given)."""
+def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray, bytearray]:
+    """Each line without its prefixes and trailing blanks, whether it had a prefix (cut by ``cuts`` if
+    given), and whether it ended in a blank (a terminal that wrapped there cut at a space)."""
     lines: list[str] = []
+    ended_blank = bytearray()
     if cuts is not None:
         rests, count = map(slice, cuts, repeat(None)), 0  # line[cut:], one per line in order
         for rows in (piece.split("\n") for piece in line_pieces(text)):
-            lines += map(str.rstrip, map(str.__getitem__, rows, rests))
+            _strip_into(lines, ended_blank, list(map(str.__getitem__, rows, rests)))
             count += len(rows)
         if count == len(lines) == len(cuts):
-            return lines, bytearray(map(bool, cuts))
-        lines = []  # not this text's lines after all (never expected): strip them
+            return lines, bytearray(map(bool, cuts)), ended_blank
+        lines, ended_blank = [], bytearray()  # not this text's lines after all (never expected): strip them
     prefixed = bytearray()
     for marked in (piece.split("\n") for piece in line_pieces(strip_prefixes(text))):
         prefixed += bytearray(map(str.startswith, marked, repeat(_MARK)))  # a mark can only open a line
-        lines += map(str.rstrip, map(str.removeprefix, marked, repeat(_MARK)))
-    return lines, prefixed
+        _strip_into(lines, ended_blank, list(map(str.removeprefix, marked, repeat(_MARK))))
+    return lines, prefixed, ended_blank
+
+
+def _strip_into(lines: list[str], ended_blank: bytearray, rows: list[str]) -> None:
+    stripped = list(map(str.rstrip, rows))
+    ended_blank += bytearray(map(operator.ne, map(len, rows), map(len, stripped)))
+    lines += stripped
 
 
 def strip_prefixes(text: str, mark: str = _MARK) -> str:
@@ -236,13 +244,13 @@ def normalize(data: bytes | str, prefix_cuts: array | None = None) -> Normalized
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     # undo quote bars, glued records, doubled lines
     raw_text = unwrap(text if prefix_cuts is not None else visible(text))
-    lines, prefixed = _clean_lines(raw_text, prefix_cuts if raw_text is text else None)
+    lines, prefixed, ended_blank = _clean_lines(raw_text, prefix_cuts if raw_text is text else None)
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text
     views = [View(range(len(lines)), _utf8(lines))]
     if joins:
         groups = _join_groups(joins)
-        views += [_joined_view(lines, groups, glue) for glue in ("", " ")]
+        views += [_joined_view(lines, groups, glue, ended_blank) for glue in ("", " ")]
     return Normalized(tuple(views))
 
 
@@ -272,8 +280,21 @@ def _join_groups(joins: list[int]) -> tuple[list[int], list[int]]:
     return list(map(operator.sub, compress(joins, opens), repeat(1))), list(compress(joins, closes))
 
 
-def _joined_view(lines: list[str], groups: tuple[list[int], list[int]], glue: str) -> View:
-    """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
+def _joined_view(
+    lines: list[str], groups: tuple[list[int], list[int]], glue: str, ended_blank: bytearray
+) -> View:
+    """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view.  Joined
+    with a space, or with nothing except where the cut was at a blank (one side kept it: a terminal cuts a
+    line mid-word and at spaces alike, and one message can hold both cuts)."""
     pairs = zip(*groups, strict=True)
-    logical = (glue.join([lines[a], *map(str.lstrip, lines[a + 1 : b + 1])]) for a, b in pairs)
+    if glue:
+        logical = (glue.join([lines[a], *map(str.lstrip, lines[a + 1 : b + 1])]) for a, b in pairs)
+    else:
+        logical = ("".join([lines[a], *map(_glued, lines[a + 1 : b + 1], ended_blank[a : b])]) for a, b in pairs)  # fmt: skip
     return View(tuple(groups[0]), _utf8(logical))
+
+
+def _glued(line: str, blank_before: int) -> str:
+    """A continuation line as it joins the one before: after a space if either side had the blank."""
+    rest = line.lstrip()
+    return " " + rest if blank_before or len(rest) < len(line) else rest

@@ -500,3 +500,19 @@ def test_cloudwatch_pass_matches_its_definition_on_random_copies():
         lines = [rng.choice(stamps) + rng.choice(messages) for _ in range(rng.randint(1, 8))]
         text = "\n".join(lines)
         assert cloudwatch_duplicates(text) == _cloudwatch_reference(text), text
+
+
+def test_a_message_cut_at_a_blank_and_mid_word_reads_whole_in_one_view():
+    # a terminal wraps at its width: here once after "GPU 6 " (the blank stays on the first line) and once
+    # inside "by"; the view joined with nothing keeps the space where the cut kept one
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 6 \n"
+        "has a total capacity of 23.65 GiB of which 1.06 GiB is free. Of the allocated memory 20 GiB is allocated b\n"
+        "y PyTorch"
+    )
+    views = [v.data for v in N.normalize(text).views]
+    assert views[1] == (
+        b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 6 has a total capacity of "
+        b"23.65 GiB of which 1.06 GiB is free. Of the allocated memory 20 GiB is allocated by PyTorch"
+    )
+    assert views[2].endswith(b"allocated b y PyTorch")  # the view joined with a space, as before

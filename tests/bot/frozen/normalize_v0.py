@@ -265,14 +265,17 @@ def normalize(data: bytes | str) -> Normalized:
     raw_text = unwrap(visible(text))  # undo quote bars, glued records, doubled lines
     marked = strip_prefixes(raw_text)
     any_prefixed = _MARK in marked
-    lines = list(map(str.rstrip, (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")))
+    rows = (marked.replace(_MARK, "") if any_prefixed else marked).split("\n")
+    lines = list(map(str.rstrip, rows))
+    # changed with bot/normalize.py: the "" view keeps a space where the cut was at a blank
+    ended_blank = [len(row) != len(line) for row, line in zip(rows, lines, strict=True)]
     joins = _find_joins(lines, any_prefixed, marked, raw_text)
     del marked, raw_text
     views = [View.build(lines, range(len(lines)))]
     if joins:
         groups = _join_groups(joins)
-        views.append(_joined_view(lines, groups, ""))
-        views.append(_joined_view(lines, groups, " "))
+        views.append(_joined_view(lines, groups, "", ended_blank))
+        views.append(_joined_view(lines, groups, " ", ended_blank))
     return Normalized(tuple(views))
 
 
@@ -311,8 +314,13 @@ def _join_groups(joins: list[int]) -> list[tuple[int, int]]:
     return groups
 
 
-def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str) -> View:
+def _joined_view(lines: list[str], groups: list[tuple[int, int]], glue: str, ended_blank: list[bool]) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view."""
-    strip = str.lstrip
-    logical = [glue.join([lines[a], *map(strip, lines[a + 1 : b + 1])]) for a, b in groups]
+    logical = []
+    for a, b in groups:
+        parts = [lines[a]]
+        for j in range(a + 1, b + 1):
+            blank = ended_blank[j - 1] or lines[j][:1].isspace()
+            parts.append((" " if glue or blank else "") + lines[j].lstrip())
+        logical.append("".join(parts))
     return View.build(logical, tuple(a for a, _b in groups))
