@@ -36,6 +36,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/reply_latency.py
 	$(BIN)/python bench/discord_latency.py
 	$(BIN)/python bench/slack_latency.py
+	$(BIN)/python bench/wild_accuracy.py
+	$(BIN)/python bench/recall.py
+	$(BIN)/python bench/verify_fixes.py
+	$(BIN)/python bench/prefix_recall.py
+	$(BIN)/python bench/reply_review.py
+	$(BIN)/python bench/detector_vs_grep.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache
