@@ -39,6 +39,14 @@ def wild_log(record_id: str) -> dict:
     return next(r for r in WILD_LOGS if r["id"] == record_id)
 
 
+def wild_text(file_name: str, record_id: str) -> str:
+    """The text of one held-out paste of tests/data/<file_name>."""
+    for line in (ROOT / "tests" / "data" / file_name).read_text(encoding="utf-8").splitlines():
+        if line.strip() and (record := json.loads(line))["id"] == record_id:
+            return str(record["text"])
+    raise KeyError(record_id)
+
+
 def situation_of(text: str) -> Situation:
     """The situation the bot reads from a paste with a finding (detect, then bot/situation.py)."""
     from bot.detector import detect

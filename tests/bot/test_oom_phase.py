@@ -6,24 +6,12 @@ by id, or the signature's own examples (their threads are cited beside them in t
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from bot.core import GardenBot, Paste
 from bot.formatter import to_markdown
 from bot.reply import Reply
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-def _record(name: str, record_id: str) -> str:
-    for line in (DATA / name).read_text().splitlines():
-        record = json.loads(line)
-        if record["id"] == record_id:
-            return str(record["text"])
-    raise KeyError(record_id)
+from tests.conftest import wild_text
 
 
 def _reply(text: str) -> Reply:
@@ -39,7 +27,7 @@ def _advice(reply: Reply) -> str:
 
 
 # https://github.com/vllm-project/vllm/issues/31273: this process holds 139.21 of 139.72 GiB at shard 1/37
-H20 = _record("wild_2026.jsonl", "vllm31273-weight-load-oom-h20")
+H20 = wild_text("wild_2026.jsonl", "vllm31273-weight-load-oom-h20")
 
 # https://github.com/vllm-project/vllm/pull/9045: another process holds 71.11 GiB while the shards load
 OTHER_PROCESS = (
@@ -165,7 +153,7 @@ def test_a_later_phase_in_the_log_moves_the_answer(later: str, phase: str):
 # ---------------------------------------------------------------- SGLang: the static share
 def test_sglang_raise_above_the_floor_from_the_load_weight_line():
     # https://github.com/SemiAnalysisAI/InferenceX/issues/2128: avail mem=12.25 GB, mem usage=125.65 GB
-    reply = _reply(_record("wild_2026b.jsonl", "inferencex2128-sglang-weights-no-kv"))
+    reply = _reply(wild_text("wild_2026b.jsonl", "inferencex2128-sglang-weights-no-kv"))
     assert reply.signature == "sglang.weights_leave_no_kv.v0"
     fix = reply.fixes[0]
     # 1 - 12.25 / (12.25 + 125.65) = 0.9112 (the reporter quotes SGLang's 0.9113), rounded up: 0.912
@@ -190,7 +178,7 @@ def test_sglang_raise_above_the_floor_the_message_prints():
 
 def test_sglang_message_cut_before_its_floor_points_at_the_floor_it_prints():
     # https://github.com/sgl-project/sglang/pull/28683 (record sglang28683-dsv4-eagle-no-kv)
-    reply = _reply(_record("wild_2026b.jsonl", "sglang28683-dsv4-eagle-no-kv"))
+    reply = _reply(wild_text("wild_2026b.jsonl", "sglang28683-dsv4-eagle-no-kv"))
     assert reply.fixes[0].change.startswith("raise `--mem-fraction-static` above the minimum SGLang prints")
     assert reply.fixes[0].command == ""
 

@@ -6,8 +6,6 @@ the signatures' own examples, whose threads are cited beside them in the YAML.""
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 from bot.core import GardenBot, Paste
 from bot.detector import detect
@@ -17,22 +15,13 @@ from bot.reply import Reply
 from bot.situation import read
 from knowledge import load_builtin
 from tests.bot.test_oom_phase import PROFILE
-
-DATA = Path(__file__).resolve().parents[1] / "data"
+from tests.conftest import wild_text
 
 
 def _reply(text: str) -> Reply:
     reply = GardenBot().triage(Paste(text, False, []))
     assert reply is not None
     return reply
-
-
-def _record(name: str, record_id: str) -> str:
-    for line in (DATA / name).read_text().splitlines():
-        record = json.loads(line)
-        if record["id"] == record_id:
-            return str(record["text"])
-    raise KeyError(record_id)
 
 
 def _steps(reply: Reply) -> list[str]:
@@ -158,7 +147,7 @@ def test_advice_keeps_the_heading_for_the_steps_that_remain():
 # ------------------------------------------------------------------ llama.cpp: unknown architecture
 def test_an_unknown_gguf_architecture_is_answered_in_llamacpp_terms():
     # https://github.com/ollama/ollama/issues/15546 (a held-out wild record)
-    reply = _reply(_record("wild_engines.jsonl", "ollama15546-gemma4-arch"))
+    reply = _reply(wild_text("wild_engines.jsonl", "ollama15546-gemma4-arch"))
     assert reply.signature == "llamacpp.unknown_architecture"
     text = to_markdown(reply)
     assert "vLLM" not in text and "flash-attn" not in text

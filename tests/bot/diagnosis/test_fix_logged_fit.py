@@ -6,12 +6,10 @@ read as the current release, so only the log's own figure catches it)."""
 
 from __future__ import annotations
 
-import json
-
 from bot.detector import detect
 from bot.diagnosis import diagnose
 from bot.shell import find_command
-from tests.conftest import ROOT, wild_log
+from tests.conftest import wild_log, wild_text
 
 
 def _vllm_commands(text: str) -> list[str]:
@@ -47,9 +45,7 @@ def test_the_logged_fit_bounds_a_model_less_plan_too():
     # club-3090#35 (tests/data/wild_2026c.jsonl): 3.05 GiB needed for 180,000 tokens, 2.17 GiB there, the
     # engine's estimate 111,456; no model named.  Linear in kv_needed / length it would be 128,064 tokens
     # (--max-model-len 128000, refused as printed): a hybrid model's per-request state is not per token
-    rows = (json.loads(line) for line in (ROOT / "tests/data/wild_2026c.jsonl").read_text().splitlines())
-    text = next(r["text"] for r in rows if r["id"] == "club3090-35-kv-180k-backticked")
-    reply = diagnose(detect(text))
+    reply = diagnose(detect(wild_text("wild_2026c.jsonl", "club3090-35-kv-180k-backticked")))
     assert reply is not None
     assert [f.adds for f in reply.fixes] == ["--kv-cache-dtype fp8", "--max-model-len 110592"]
     assert reply.fixes[0].verification["fit_tokens"] == 222912  # 2 x 128,064 x the logged 111,456 / 128,064
