@@ -152,13 +152,12 @@ def _widths(lines: list[str]) -> list[int]:
     return widths
 
 
-def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool, array]:
+def _stripped_lines(text: str) -> tuple[list[bytes], list[int], bool, array]:
     """The lines without their log prefixes, as the detector reads them (no mark left in their place),
-    in UTF-8; each one's length and each raw line's, in terminal columns; whether one holds whitespace that
-    bytes.strip keeps; how many characters each line's prefixes took (Redaction.prefix_cuts).  A MiB
-    at a time, cut at a newline (no prefix holds one: the same lines as in one pass)."""
+    in UTF-8; each raw line's width in terminal columns; whether one holds whitespace that bytes.strip
+    keeps; how many characters each line's prefixes took (Redaction.prefix_cuts).  A MiB at a time, cut
+    at a newline (no prefix holds one: the same lines as in one pass)."""
     lines: list[bytes] = []
-    chars: list[int] = []
     raw: list[int] = []
     cuts, wide = array("q"), False
     for chunk in norm.line_pieces(text, STRIP_CHUNK):
@@ -170,11 +169,10 @@ def _stripped_lines(text: str) -> tuple[list[bytes], list[int], list[int], bool,
         data = stripped.encode("utf-8")
         wide = wide or _WIDE_SPACE.search(data) is not None
         part = data.split(b"\n")
-        kept = list(map(len, part if ascii else stripped.split("\n")))
-        chars += kept if ascii else _widths(stripped.split("\n"))
+        kept = map(len, part if ascii else stripped.split("\n"))
         cuts.extend(map(operator.sub, lengths, kept))
         lines += part
-    return lines, chars, raw, wide, cuts
+    return lines, raw, wide, cuts
 
 
 def _stripper(method: str, wide: bool) -> Strip:
@@ -214,11 +212,9 @@ def _runs(joins: bytearray, steady: bytearray) -> list[Run]:
     return runs
 
 
-def _joins(
-    chars: list[int], raw: list[int], stripped: list[bytes], lines: list[bytes]
-) -> tuple[bytearray, bytearray]:
-    """Whether each line k continues on the next, as the detector joins them (k is WRAP_MIN_LENGTH long,
-    the next raw line no wider, not empty, and no new record unless a wrap cut one mid-sentence), and
+def _joins(raw: list[int], stripped: list[bytes], lines: list[bytes]) -> tuple[bytearray, bytearray]:
+    """Whether each line k continues on the next, as the detector joins them (raw line k, prefix
+    included, is WRAP_MIN_LENGTH wide, the next raw line no wider, not empty, and no new record unless a wrap cut one mid-sentence), and
     whether it does so as a run's third line or later too (a terminal wraps at one width: no shorter
     than the line before it).  Every line at once, with C-level maps."""
     wide = map(operator.ge, raw, itertools.repeat(WRAP_MIN_LENGTH))  # a terminal wraps the raw line
@@ -240,13 +236,13 @@ def _redact_wrapped(text: str, kinds: list[str]) -> tuple[str, array]:
     or replaced a space), and every piece of a secret found across lines is removed.  This runs before
     the one-line pass, so that pass cannot remove half a secret and leave the rest unrecognisable.
     Returns the text and each of its lines' prefix length."""
-    lines, chars, raw_len, wide, cuts = _stripped_lines(text)  # raw lines only if a piece is removed
+    lines, raw_len, wide, cuts = _stripped_lines(text)  # raw lines only if a piece is removed
     strip, rstrip, lstrip = (_stripper(method, wide) for method in ("strip", "rstrip", "lstrip"))
     stripped = list(map(strip, lines))
-    runs = _runs(*_joins(chars, raw_len, stripped, lines))
+    runs = _runs(*_joins(raw_len, stripped, lines))
     if not runs or len(lines) != len(raw_len):
         return text, cuts
-    del chars, raw_len
+    del raw_len
     raw: list[str] | None = None
     for batch, next_first in _batches(runs, lines):
         windows = _windows(lines, batch, stripped, rstrip, lstrip)

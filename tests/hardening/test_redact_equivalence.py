@@ -68,8 +68,8 @@ def random_text(rng: random.Random) -> str:
 
 
 def runs(text: str) -> list[fast.Run]:
-    lines, chars, raw, wide, _marked = fast._stripped_lines(text)
-    return fast._runs(*fast._joins(chars, raw, list(map(fast._stripper("strip", wide), lines)), lines))
+    lines, raw, wide, _marked = fast._stripped_lines(text)
+    return fast._runs(*fast._joins(raw, list(map(fast._stripper("strip", wide), lines)), lines))
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -96,12 +96,12 @@ def test_lines_are_stripped_as_one_pass_does_across_chunks(monkeypatch):
     whole = fast._stripped_lines(text)
     monkeypatch.setattr(fast, "STRIP_CHUNK", 1000)  # a cut every few lines
     assert fast._stripped_lines(text) == whole
-    lines, chars, raw, wide, cuts = whole
+    lines, raw, wide, cuts = whole
     rests = strip_prefixes(text, mark="").split("\n")  # what each line keeps: the detector gets the cuts
     assert list(cuts) == [len(row) - len(rest) for row, rest in zip(rows, rests, strict=True)]
     assert cuts[:3] == array("q", [76, len(PREFIX), len(PREFIX)])  # 29 + the prefix FILLER opens with
     assert lines == strip_prefixes(text, mark="").encode().split(b"\n") and raw == list(map(len, rows))
-    assert chars == list(map(len, strip_prefixes(text, mark="").split("\n"))) and not wide
+    assert not wide
     assert runs(text) == frozen._runs(frozen._stripped_lines(text), raw)
 
 
