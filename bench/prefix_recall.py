@@ -65,13 +65,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.recall import FAMILY_CATEGORY, NEGATIVE, extracted_values  # noqa: E402
+from bench.recall import FAMILY_CATEGORY, NEGATIVE, extracted_values, held_out_files  # noqa: E402
 from bot.detector import Detection, detect  # noqa: E402
 from bot.normalize import _clean_lines, _find_joins, visible  # noqa: E402
 from bot.unwrap import quote_bars, unwrap  # noqa: E402
 from knowledge.schema import CONFIG_CATEGORIES  # noqa: E402
 
-DATA = ROOT / "tests" / "data"
 START = datetime(2025, 7, 2, 7, 41, 58, 123456, tzinfo=UTC)
 QUOTE_BAR = re.compile(r"[ \t]{0,3}(?:(?:\u258e|>)[ \t]?){1,8}")  # bot/unwrap.py's _QUOTE, one line
 CRI_MAX_LINE = 16384  # containerd max_container_log_line_size default
@@ -301,9 +300,11 @@ def score(records: list[dict]) -> tuple[int, list[WrapperScore]]:
 
 
 def load() -> list[dict]:
-    files = [p for p in sorted(DATA.glob("wild_*.jsonl")) if p.name != "wild_logs.jsonl"]
     return [
-        json.loads(line) for p in files for line in p.read_text(encoding="utf-8").splitlines() if line.strip()
+        json.loads(line)
+        for p in held_out_files()
+        for line in p.read_text(encoding="utf-8").splitlines()
+        if line.strip()
     ]
 
 

@@ -163,13 +163,18 @@ def report(scores: list[FileScore], misses: bool) -> str:
     return "\n".join(lines)
 
 
+def held_out_files() -> list[Path]:
+    """The held-out paste files with family labels (wild_logs.jsonl is the calculator's held-out set,
+    bench/wild_accuracy.py: no detector family labels)."""
+    return [p for p in sorted(DATA.glob("wild_*.jsonl")) if p.name != "wild_logs.jsonl"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--misses", action="store_true", help="list every miss under its file")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     args = parser.parse_args(argv)
-    # wild_logs.jsonl is the calculator's held-out set (bench/wild_accuracy.py): no detector family labels
-    files = [p for p in sorted(DATA.glob("wild_*.jsonl")) if p.name != "wild_logs.jsonl"]
+    files = held_out_files()
     if not files:
         print(f"no wild_*.jsonl in {DATA}", file=sys.stderr)
         return 1
