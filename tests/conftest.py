@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,18 @@ WILD_LOGS = [
 
 def wild_log(record_id: str) -> dict:
     return next(r for r in WILD_LOGS if r["id"] == record_id)
+
+
+@cache
+def held_out_texts() -> dict[str, str]:
+    """Every held-out paste of tests/data/wild_*.jsonl, by record id."""
+    out: dict[str, str] = {}
+    for path in sorted((ROOT / "tests" / "data").glob("wild_*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                out[record["id"]] = record["text"]
+    return out
 
 
 def wild_text(file_name: str, record_id: str) -> str:

@@ -4,28 +4,14 @@ found in bench/reply_review.py's output and asserts the corrected sentence, or t
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
 
 import pytest
 
 from bot.core import GardenBot, Paste
 from bot.formatter import to_markdown
 from bot.redact import redact, with_notice
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-@cache
-def _records() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for path in sorted(DATA.glob("wild_*.jsonl")):
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                out[record["id"]] = record["text"]
-    return out
+from tests.conftest import held_out_texts
 
 
 @cache
@@ -34,7 +20,7 @@ def _bot() -> GardenBot:
 
 
 def reply_lines(record_id: str, full: bool = False) -> list[str]:
-    cleaned = redact(_records()[record_id])
+    cleaned = redact(held_out_texts()[record_id])
     reply = with_notice(
         _bot().triage(Paste(cleaned.text, False, 0, cleaned.prefix_cuts), addressed=True), cleaned.kinds
     )
