@@ -138,6 +138,16 @@ def bot_spec(rec: dict[str, Any]) -> SpecDecode | None:
     return read(detection, detection.root).spec if detection.root is not None else None
 
 
+def exact_spec(rec: dict[str, Any]) -> SpecDecode | None:
+    """The speculative config an exact check counts: the paste's, else the one the thread's own
+    configuration names where the paste cuts it off (the record's flags, with their source), as the
+    exact checks take the thread's other flags."""
+    stated = (rec.get("flags") or {}).get("speculative_config")
+    if (spec := bot_spec(rec)) is not None or stated is None:
+        return spec
+    return SpecDecode(stated["method"], int(stated["num_speculative_tokens"]))
+
+
 def flags(rec: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     f = dict(rec.get("flags") or {})
     printed = check.get("version") or rec.get("version")
@@ -164,7 +174,7 @@ def vllm_exact(rec: dict[str, Any], check: dict[str, Any]) -> float:
     batched = int(f.get("max_num_batched_tokens", 2048))
     block = block_of(model)
     kind = check["kind"]
-    spec = None if v0 else bot_spec(rec)
+    spec = None if v0 else exact_spec(rec)
     if kind in ("vllm_kv_needed_gib", "vllm_est_max_len"):
         lay = kv_check_layout(model, f["kv"], f["tp"], f["pp"], version, spec)
         if kind == "vllm_kv_needed_gib":

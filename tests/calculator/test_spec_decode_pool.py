@@ -192,3 +192,20 @@ def test_a_drafter_outside_the_catalog_is_said_not_counted():
     detection = detect(record("club3090-95-qwen36-27b-dflash-2gpu-bf16kv")["text"])
     assert detection.root is not None
     assert not any("draft" in n for n in read(detection, detection.root).notes)
+
+
+def test_the_threads_mtp_config_replays_the_pools_their_cut_pastes_logged():
+    # club-3090 PR #594 and issue #642 cut the args line before the speculative config; the threads'
+    # compose files (the record's flags, with their source) name MTP with 3 draft tokens
+    for rid, kv_gib, logged, ours in (
+        ("club3090-pr594-qwen36-27b-fp8-2x3090", 5.33, 300_220, 300_220),
+        ("club3090-642-qwen36-27b-autoround-mtp-2x3090-proxmox", 11.05, 623_873, 622_408),
+    ):
+        rec = record(rid)
+        stated = rec["flags"]["speculative_config"]
+        spec = SpecDecode(stated["method"], stated["num_speculative_tokens"])
+        assert spec == MTP3 and rec["logged"]["kv_tokens"] == logged
+        lay = vllm_layout(model(QWEN36_27B), "fp8", tp=2, spec=spec)
+        _b, tokens, _fit, conc = kv_capacity(lay, kv_gib, 262144)
+        assert reported_kv_tokens(lay, tokens, conc, 262144, False) == ours
+        assert abs(ours - logged) / logged < 0.005
