@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ast
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import re2
+
+from calculator.commands import changed_argv, drop_flags, is_value
 
 MAX_COMMAND_CHARS = 4000  # longer "commands" are log noise, not something a person typed
 
@@ -76,7 +77,7 @@ class Command:
             if name in names:
                 if eq:
                     found = inline
-                elif i + 1 < len(self.argv) and _is_value(self.argv[i + 1]):
+                elif i + 1 < len(self.argv) and is_value(self.argv[i + 1]):
                     found = self.argv[i + 1]
                 else:
                     found = ""
@@ -86,10 +87,6 @@ class Command:
                 if key in self.kwargs:
                     return str(self.kwargs[key])
         return found
-
-
-def _is_value(token: str) -> bool:
-    return not token.startswith("-") or re2.fullmatch(r"-[0-9.]+", token) is not None
 
 
 def _engine(argv: list[str]) -> str | None:
@@ -118,8 +115,8 @@ def _looks_like_arguments(argv: list[str], engine: str) -> bool:
     i = 0
     while i < len(rest):
         tok = rest[i]
-        if tok.startswith("-") and len(tok) > 1 and not _is_value(tok):
-            if "=" not in tok and i + 1 < len(rest) and _is_value(rest[i + 1]):
+        if tok.startswith("-") and len(tok) > 1 and not is_value(tok):
+            if "=" not in tok and i + 1 < len(rest) and is_value(rest[i + 1]):
                 i += 1
         else:
             positionals += 1
@@ -231,23 +228,7 @@ def render_env(env: list[str]) -> list[str]:
 
 def without_secrets(argv: list[str]) -> list[str]:
     """``argv`` minus flags that carry a key or a token (and their values)."""
-    return _drop_flags(argv, lambda name: SECRET_FLAGS.match(name) is not None, set())
-
-
-def _drop_flags(argv: list[str], drop: Callable[[str], bool], switches: set[str]) -> list[str]:
-    """``argv`` without the flags ``drop`` names, each with its value (a flag of ``switches`` has none)."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        name = tok.split("=", 1)[0]
-        i += 1
-        if drop(name):
-            if "=" not in tok and name not in switches and i < len(argv) and _is_value(argv[i]):
-                i += 1
-            continue
-        out.append(tok)
-    return out
+    return drop_flags(argv, lambda name: SECRET_FLAGS.match(name) is not None, set())
 
 
 def _py_value(value: str) -> str:
@@ -276,13 +257,7 @@ def render(
             else:
                 kwargs[key] = _py_value(value)
         return "LLM(" + ", ".join(f"{k}={v}" for k, v in kwargs.items()) + ")"
-    names: set[str] = set()
-    for flag in changes:
-        names.update(next((g for g in groups if flag in g), (flag,)))
-    argv = _drop_flags(without_secrets(command.argv), names.__contains__, switches)
-    for flag, value in changes.items():
-        if value is not None:
-            argv += [flag] if value == "" else [flag, value]
+    argv = changed_argv(without_secrets(command.argv), changes, groups, switches)
     env = [e for e in render_env(command.env) if e.split("=", 1)[0] not in (env_changes or {})]
     env += [f"{k}={v}" for k, v in (env_changes or {}).items()]
     line = shlex.join(argv)

@@ -8,6 +8,7 @@ and the new values are appended.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # each group lists the spellings of one setting; the first is the one we write
 VLLM_FLAGS = [
@@ -111,8 +112,38 @@ def _group(flag: str, groups: list[tuple[str, ...]]) -> tuple[str, ...]:
     return next((g for g in groups if flag in g), (flag,))
 
 
-def _is_value(token: str) -> bool:
+def is_value(token: str) -> bool:
+    """A token that is a flag's value, not a flag (``-1`` and ``-0.5`` are values)."""
     return not token.startswith("-") or re.fullmatch(r"-[0-9.]+", token) is not None
+
+
+def drop_flags(argv: list[str], drop: Callable[[str], bool], switches: set[str]) -> list[str]:
+    """``argv`` without the flags ``drop`` names, each with its value (a flag of ``switches`` has none)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        name = tok.split("=", 1)[0]
+        i += 1
+        if drop(name):
+            if "=" not in tok and name not in switches and i < len(argv) and is_value(argv[i]):
+                i += 1
+            continue
+        out.append(tok)
+    return out
+
+
+def changed_argv(
+    argv: list[str], changes: dict[str, str | None], groups: list[tuple[str, ...]], switches: set[str]
+) -> list[str]:
+    """``argv`` with each flag of ``changes`` set to its value (``""`` = a bare switch, ``None`` =
+    removed), every spelling of it replaced."""
+    names = {name for flag in changes for name in _group(flag, groups)}
+    out = drop_flags(argv, names.__contains__, switches)
+    for flag, value in changes.items():
+        if value is not None:
+            out += [flag] if value == "" else [flag, value]
+    return out
 
 
 def set_flags(
@@ -123,28 +154,7 @@ def set_flags(
 ) -> str:
     """Return ``command`` with each flag of ``changes`` set to its value (``""`` = a bare switch,
     ``None`` = removed)."""
-    tokens = _CONTINUATION.sub(" ", command).split()
-    drop: set[str] = set()
-    for flag in changes:
-        drop.update(_group(flag, groups))
-    out: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        name = tok.split("=", 1)[0]
-        if name in drop:
-            has_inline = "=" in tok
-            i += 1
-            if not has_inline and name not in switches and i < len(tokens) and _is_value(tokens[i]):
-                i += 1
-            continue
-        out.append(tok)
-        i += 1
-    for flag, value in changes.items():
-        if value is None:
-            continue
-        out.append(flag if value == "" else f"{flag} {value}")
-    return " ".join(out)
+    return " ".join(changed_argv(_CONTINUATION.sub(" ", command).split(), changes, groups, switches))
 
 
 _ENGINE_MARKERS = {
