@@ -10,7 +10,7 @@ lines, no newlines, nested prefixes, 80-col wrapped).
     .venv/bin/python bench/redact_throughput.py --check [--mib 3]      # same output as the former code
 
 Timings are medians of paired runs (``redact()`` now and the frozen former algorithm,
-tests/hardening/redact_frozen.py, alternating in one process), so the ratio is what to read on a
+tests/bot/frozen/redact_v0.py, alternating in one process), so the ratio is what to read on a
 shared machine.  Peak memory (now / before) is what ``redact()`` allocates at its peak on each shape,
 in a fresh process (``tracemalloc``: the interpreter, the rules and the paste itself are not counted).
 """
@@ -73,7 +73,7 @@ def shapes(size: int) -> dict[str, Callable[[], str]]:
 
 def paired(text: str, runs: int) -> tuple[float, float, tuple[str, ...]]:
     from bot.redact import redact
-    from tests.hardening.redact_frozen import redact as former
+    from tests.bot.frozen.redact_v0 import redact as former
 
     now, before = [], []
     kinds = redact(text).kinds, former(text).kinds  # warm: each compiles the Sets this text needs
@@ -91,7 +91,7 @@ def peak(name: str, mib: int, former: bool) -> int:
     code = (
         f"import sys, tracemalloc; sys.path[:0] = [{str(HERE)!r}, {str(ROOT)!r}]; import redact_throughput as b; "
         f"text = b.shapes({mib << 20})[{name!r}](); "
-        "from bot.redact import redact; from tests.hardening.redact_frozen import redact as former; "
+        "from bot.redact import redact; from tests.bot.frozen.redact_v0 import redact as former; "
         "redact('x'); former('x'); tracemalloc.start(); "
         f"(former if {former!r} else redact)(text); print(tracemalloc.get_traced_memory()[1])"
     )
@@ -121,8 +121,8 @@ def timings(mib: int, runs: int) -> None:
 def check(mib: int) -> int:
     """Every equivalence case and ``mib`` MiB of each shape: the same text and kinds as the former code."""
     from bot.redact import redact
+    from tests.bot.frozen.redact_v0 import redact as former
     from tests.hardening.redact_equivalence import cases
-    from tests.hardening.redact_frozen import redact as former
 
     items = list(cases()) + [(name, make()) for name, make in shapes(mib << 20).items()]
     differ = []

@@ -1,5 +1,5 @@
 """The pastes on which the production redactor must give exactly the output of the frozen copy
-(tests/hardening/redact_frozen.py): every corpus and held-out paste, the planted secrets as given and
+(tests/bot/frozen/redact_v0.py): every corpus and held-out paste, the planted secrets as given and
 hard-wrapped at terminal widths from 32 to 100 columns (with and without a log prefix on each line),
 all of them joined into long pastes, and the bench's large shapes.  Shared by
 tests/hardening/test_redact_equivalence.py and ``bench/redact_throughput.py --check``."""

@@ -1,5 +1,5 @@
 """The redactor's fast paths give exactly the output of the algorithm they replaced (a frozen copy in
-tests/hardening/redact_frozen.py): the same text and the same kinds, on real pastes, planted secrets
+tests/bot/frozen/redact_v0.py): the same text and the same kinds, on real pastes, planted secrets
 wrapped at many widths, and random line shapes built to hit every branch of the run finder."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from bot import redact as fast
 from bot.normalize import strip_prefixes, visible
-from tests.hardening import redact_frozen as frozen
+from tests.bot.frozen import redact_v0 as frozen
 from tests.hardening.redact_equivalence import FILLER, PREFIX, corpus, joined, planted_texts
 
 
