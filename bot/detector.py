@@ -104,7 +104,7 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
     result = value * factor / target
     if target != 1 and result > MAX_GIB * (1 << 30) / target:
         return None
-    return int(result) if target == 1 else round(result, 4)
+    return int(result) if target == 1 else round(result, 6)
 
 
 def _text(value: bytes | str | None) -> str | None:

@@ -155,7 +155,7 @@ def torch_oom(situation: Situation) -> Reply:
                 "refused (a limit on a single allocation in the driver or runtime, or free memory in pieces).")  # fmt: skip
         remedies = [r for r in remedies if r != "check_other_processes"]
     if key and unalloc is not None and tried is not None and unalloc >= FRAGMENTED * tried:
-        key += f" {unalloc:.2f} GiB is reserved by PyTorch but unallocated: fragmentation."
+        key += f" {fmt_mem(unalloc)} is reserved by PyTorch but unallocated: fragmentation."
     elif "expandable_segments" in remedies:
         remedies.remove("expandable_segments")
     if (

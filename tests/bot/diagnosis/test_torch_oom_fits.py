@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bot.detector import detect
 from bot.diagnosis import diagnose
+from tests.conftest import wild_text
 
 # torch-xpu-ops#3011 (tests/data/wild_2026.jsonl torchxpuops3011-xpu-oom-free-gt-tried)
 XPU_FITS = (
@@ -48,3 +49,10 @@ def test_a_request_just_under_the_free_memory_of_a_full_card_is_still_a_shortage
         "PyTorch asked for 50.00 MiB more, 56.88 MiB of 23.56 GiB were free (most of the GPU was in use)."
     )
     assert "no shortage" not in reply.summary
+
+
+def test_memory_reserved_but_unallocated_is_named_as_pytorch_prints_it():
+    # nlzy/vllm-gfx906#14 (tests/data/wild_engines.jsonl gfx906-14-hip-oom): 92.65 MiB reserved, 64 MiB asked
+    reply = diagnose(detect(wild_text("wild_engines.jsonl", "gfx906-14-hip-oom")))
+    assert reply is not None
+    assert " 92.65 MiB is reserved by PyTorch but unallocated: fragmentation." in reply.summary
