@@ -98,7 +98,8 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
     result = value * factor / target
     if target != 1 and result > MAX_GIB * (1 << 30) / target:
         return None
-    return int(result) if target == 1 else round(result, 6)  # as bot/detector.py since PyTorch sizes in MiB read back as printed
+    # to the millionth as bot/detector.py now rounds (PyTorch's MiB sizes said back as printed)
+    return int(result) if target == 1 else round(result, 6)
 
 
 def _text(value: bytes | str | None) -> str | None:
