@@ -61,11 +61,6 @@ KNOWN_MISSES: dict[str, str] = {
     # still a memory_report finding, which the negative rule counts
     "koboldcpp2089-rocm-fattn-assert": "the compute-buffer report before the assert counts as memory",
     "iklcpp1483-sched-reserving-debug": "a compute-buffer report line counts as memory on a paste with no failure",
-    # wild_2026e.jsonl, as collected (before any fix)
-    "vllm57595-capture-oom-indented": "a PyTorch OOM body quoted without its 'CUDA out of memory.' head",
-    "msswift7324-cumem-wake-oom": "vLLM sleep-mode wake_up OOM (cumem_allocator.cpp) has no signature",
-    "sglangjax1360-prefill-oom-escaped": "SGLang's prefill-side 'Prefill out of memory' has no signature",
-    "lmdeploy3971-tm-oom-orin": "LMDeploy TurboMind '[TM][ERROR] CUDA runtime error: out of memory' has no signature",
 }
 
 
