@@ -192,6 +192,7 @@ Engine = Literal[
     "vllm.rs",
     "localai",
     "aphrodite",
+    "lmdeploy",
     "text-generation-webui",
     "any",
     "custom",

@@ -44,6 +44,7 @@ WILD_FAMILY_CATEGORY = {
     "exllamav3_insufficient_vram": "gpu_oom",
     "rocm_hsa_oom": "gpu_oom",
     "llamacpp_host_memory": "host_memory",
+    "sglang_prefill_oom": "kv_cache_too_small",
 }
 
 KNOWN_MISSES: dict[str, str] = {

@@ -53,7 +53,7 @@ def kv_short(situation: Situation) -> Reply:
     title = f"{engine}: the KV cache holds {fmt_tokens(fit)} tokens, the context asks for {fmt_tokens(want)}"
     if fit is None or want is None:
         title = situation.root.title
-    goal = Goal(length=want, may_shorten=True)
+    goal = Goal(length=want, may_shorten=True, fit=int(logged) if logged else None)
     found = candidates(situation, budget, situation.root.remedies, goal) if budget else []
     # a lever whose `when` holds names what failed (memory was there): it replaces the budget's fixes
     sure = [r for r in situation.root.remedies if getattr(lever_for(r), "when", None)]

@@ -30,6 +30,7 @@ class Goal:
     length: int | None = None
     may_shorten: bool = True  # a shorter context is an acceptable fix
     free_gib: float | None = None  # free memory the engine may ask for (utilization errors)
+    fit: int | None = None  # the longest context the engine itself printed for the unchanged plan
 
 
 @dataclass
@@ -143,12 +144,11 @@ def _holding(budget: Budget, plan: Plan, length: int) -> Outcome | None:
 
 
 def _capped(budget: Budget, plan: Plan, out: Outcome | None, goal: Goal) -> Candidate | None:
-    """``plan`` with the context cut to the longest it holds (only where a shorter context is acceptable).
-    The fit at one context is not the fit at another where the profile grows with it (V0 below 32K), so
-    when the fit does not hold itself the longest context that does is searched (halving the gap)."""
+    """``plan`` with the context cut to the longest it holds, never past the engine's own estimate (hybrid
+    pages are not linear in it); where the fit does not hold itself (V0 below 32K) it is searched."""
     if out is None or not goal.may_shorten or out.fit_len < MIN_CONTEXT:
         return None
-    hi = min(out.fit_len, goal.length or out.fit_len)
+    hi = min(out.fit_len, goal.length or out.fit_len, (plan == budget.plan0 and goal.fit) or out.fit_len)
     length = round_down_clean(hi)
     capped_out = _holding(budget, plan, length)
     if capped_out is None:  # the fit does not hold itself: the longest context that does

@@ -48,6 +48,16 @@ NO_FIX_YET: set[str] = {
     # message names does not size the shortfall, so no --mem-fraction-static value can be computed; the
     # reply lists the fraction, --chunked-prefill-size and --max-running-requests (signature advice)
     "sglang.gpu_oom.pool_or_serving",
+    # SGLang's "Prefill out of memory" prints the chunk's tokens and the pool's free ones, not the pool size
+    # nor --chunked-prefill-size, so no smaller chunk or larger fraction can be sized; the reply lists the
+    # chunk, --max-running-requests, the fraction and --page-size 1 (signature advice)
+    "sglang.prefill_oom.crash",
+    # vLLM's sleep-mode allocator prints no size (csrc/cumem_allocator.cpp: the CUresult only): what the
+    # trainer holds is not in it; the reply lists the trainer's vLLM share and offloading (signature advice)
+    "vllm.gpu_oom.sleep_mode_wake_up",
+    # LMDeploy TurboMind's CUDA check prints the error and the source line, no size; the reply lists
+    # --cache-max-entry-count, --session-len / --max-batch-size and a smaller model (signature advice)
+    "lmdeploy.gpu_oom.turbomind_cuda_runtime",
 }
 
 

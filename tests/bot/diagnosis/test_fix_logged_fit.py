@@ -49,3 +49,12 @@ def test_the_logged_fit_bounds_a_model_less_plan_too():
     assert reply is not None
     assert [f.adds for f in reply.fixes] == ["--kv-cache-dtype fp8", "--max-model-len 110592"]
     assert reply.fixes[0].verification["fit_tokens"] == 222912  # 2 x 128,064 x the logged 111,456 / 128,064
+
+
+def test_the_cap_never_passes_the_engines_own_estimate():
+    # vllm PR #46778 (tests/data/wild_2026e.jsonl, a hybrid Qwen3.5 model): 9.29 GiB needed for 262,144
+    # tokens, 9.28 GiB there, the engine's estimate 260,800.  Linear in the two sizes it would be 261,862
+    # (--max-model-len 261120, refused as printed): the cap stays at or below the printed estimate
+    reply = diagnose(detect(wild_text("wild_2026e.jsonl", "vllm46778-wrapped-kv-262144")))
+    assert reply is not None
+    assert [f.adds for f in reply.fixes] == ["--kv-cache-dtype fp8", "--max-model-len 260096"]
