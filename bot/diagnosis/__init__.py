@@ -54,18 +54,27 @@ def _inner(text: str, depth: int) -> Reply | None:
     return diagnose(found, depth)
 
 
+def _form(finding: Finding) -> str:
+    return finding.form or FORM_OF_CATEGORY.get(finding.category, "advice")
+
+
 def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     root = detection.root
     if root is None:
         return None
     situation = read(detection, root)
-    name = root.form or FORM_OF_CATEGORY.get(root.category, "advice")
+    name = _form(root)
     result = wrapper(situation, _inner, depth) if name == "wrapper" else FORMS[name](situation)
     result.signature = root.signature
     result.category = root.category
     result.engine = situation.engine
-    # other failures only: a finding of the root's category is the same failure read at another line
-    others = [f for f in detection.findings[1:] if f.severity != "info" and f.category != root.category]
+    # other failures only: a finding of the root's category is the same failure read at another line, a
+    # wrapper (a launcher saying the engine died) reports the failure found
+    others = [
+        f
+        for f in detection.findings[1:]
+        if f.severity != "info" and f.category != root.category and _form(f) != "wrapper"
+    ]
     if others := [f for f in others if f.title not in (root.title, result.title)]:
         result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
     return result

@@ -8,7 +8,18 @@ from bot.reply import Reply, Section
 from bot.situation import Situation
 
 
-def advice(situation: Situation) -> Reply:
+def steps_section(situation: Situation) -> list[Section]:
+    """The signature's own steps, filled with the paste's values, as a "What to do" section (if any)."""
     steps = [t for a in situation.root.advice if (t := fill(a, {**situation.context, **situation.params}))]
-    extra = [Section("What to do", body="\n".join(f"- {s}" for s in steps))] if steps else []
-    return reply(situation, situation.root.title, cause(situation), [], log_facts(situation), extra=extra)
+    return [Section("What to do", body="\n".join(f"- {s}" for s in steps))] if steps else []
+
+
+def advice(situation: Situation) -> Reply:
+    return reply(
+        situation,
+        situation.root.title,
+        cause(situation),
+        [],
+        log_facts(situation),
+        extra=steps_section(situation),
+    )

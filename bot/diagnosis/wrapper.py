@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.diagnosis.advice import steps_section
 from bot.diagnosis.parts import advice_fixes, cause, reply
 from bot.reply import Reply
 from bot.situation import Situation
@@ -23,4 +24,4 @@ def wrapper(situation: Situation, inner: Callable[[str, int], Reply | None], dep
             )
             return found
     fixes = advice_fixes(situation, situation.root.remedies)
-    return reply(situation, situation.root.title, cause(situation), fixes)
+    return reply(situation, situation.root.title, cause(situation), fixes, extra=steps_section(situation))

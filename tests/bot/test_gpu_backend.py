@@ -48,9 +48,13 @@ def _commands(text: str) -> list[str]:
 
 
 def test_a_rocm_paste_is_told_rocm_smi_and_a_cuda_one_nvidia_smi():
-    assert "rocm-smi --showpids" in _commands(HIP_OOM)
-    assert not any("nvidia-smi" in c for c in _commands(HIP_OOM))
-    assert "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" in _commands(CUDA_OOM)
+    # with 40 GiB of the memory in use held outside the process, so that what else holds it is worth a look
+    # (as printed, PyTorch itself holds almost all of it: test_torch_oom_fits.py)
+    hip = HIP_OOM.replace("57.83 GiB is allocated", "17.83 GiB is allocated")
+    cuda = CUDA_OOM.replace("21.83 GiB is allocated", "11.83 GiB is allocated")
+    assert "rocm-smi --showpids" in _commands(hip)
+    assert not any("nvidia-smi" in c for c in _commands(hip))
+    assert "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" in _commands(cuda)
 
 
 def test_a_vulkan_paste_gets_no_vendor_tool():

@@ -56,3 +56,25 @@ def test_memory_reserved_but_unallocated_is_named_as_pytorch_prints_it():
     reply = diagnose(detect(wild_text("wild_engines.jsonl", "gfx906-14-hip-oom")))
     assert reply is not None
     assert " 92.65 MiB is reserved by PyTorch but unallocated: fragmentation." in reply.summary
+
+
+def test_a_process_holding_almost_all_memory_in_use_is_not_sent_looking_for_another():
+    # wild_engines strixhalo2-hip-oom: PyTorch holds 57.83 GiB allocated + 2.53 reserved of the 60.71 GiB in use
+    reply = diagnose(detect(wild_text("wild_engines.jsonl", "strixhalo2-hip-oom")))
+    assert reply is not None
+    assert reply.summary.endswith(
+        "This process holds 57.83 GiB. That is almost all in use: its own work (model, cache, batch, sequence "
+        "length) is too large for this GPU."
+    )
+    assert not any(f.command.startswith("rocm-smi") for f in reply.fixes)
+
+
+def test_memory_in_use_outside_the_process_is_named_and_looked_at_first():
+    # OpenMOSS/MOSS-TTSD#71 (wild_2026e mossttsd71-sglang-json-oom): this process holds 1.81 of 23.51 GiB
+    reply = diagnose(detect(wild_text("wild_2026e.jsonl", "mossttsd71-sglang-json-oom")))
+    assert reply is not None
+    assert reply.summary.endswith(
+        "This process holds 1.81 GiB. The other 21.70 GiB in use is held outside it (another process or the driver)."
+    )
+    first = min(reply.fixes, key=lambda f: f.rank)
+    assert first.command == "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
