@@ -62,7 +62,6 @@ KNOWN_MISSES: dict[str, str] = {
     "iklcpp1483-sched-reserving-debug": "a compute-buffer report line counts as memory on a paste with no failure",
     # wild_2026f.jsonl, as collected (before any fix)
     "llamacpp28251-fit-abort-then-cublas-unsupported": "the --fit warning counts as memory; the cuBLAS 'not supported' error has no signature",
-    "ollama16650-stack-overrun-sched-split-inputs": "the runner wrapper counts a GGML_SCHED_MAX_SPLIT_INPUTS assert as a runner crash",
     "mlxserve66-prompt-exceeds-max-context": "mlx-serve's 'Prompt exceeds maximum context length' has no signature",
     "lmstudio1343-mlock-warning-then-read-bad-address": "model-buffer report lines count as memory on a 'read error: Bad address' load failure",
 }
