@@ -40,6 +40,10 @@ NO_FIX_YET: set[str] = {
     # an OOM in the memory profile: the message prints one allocation, not the activation peak per
     # batched token, so how many fewer tokens or sequences fit is unknown; the reply lists both (advice)
     "vllm.gpu_oom.profile_run",
+    # a Vulkan buffer over the driver's one-buffer cap: the cap is the driver's (maxBufferSize), not a
+    # budget, and free VRAM does not decide it, so no context or layer count can be sized from the paste;
+    # the reply lists -ub / flash attention and quant / CPU placement (signature advice)
+    "llamacpp.gpu_oom.vulkan_buffer_limit",
     # an OOM in TGI's warm-up: the message prints one allocation, not the activation peak of the prefill
     # batch nor the size of each CUDA graph, so how many fewer prefill tokens or graph sizes fit is unknown;
     # the reply lists --max-batch-prefill-tokens, --cuda-graphs and --num-shard (signature advice)
