@@ -215,6 +215,7 @@ CONTEXT_FIELDS = (
     "engine_version",
     "command",
     "n_ctx",
+    "n_ctx_train",
     "n_parallel",
     "cache_type_k",
     "cache_type_v",

@@ -157,13 +157,21 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
     ``-c N --fit on`` (b7407+: layers move to the CPU so the context fits), Ollama ``OLLAMA_CONTEXT_LENGTH``
     (v0.30+ hands the layer placement to llama.cpp's --fit)."""
     engine, version, fork = situation.engine, situation.version, situation.fork
+    trained = situation.get("n_ctx_train") or (
+        situation.model.model.max_position_embeddings if situation.model else 0
+    )
+    if trained and length > trained:  # past the model's own context: no server setting serves it
+        return []
     # unsized: layers can move to the CPU, the KV cache of that many tokens must still fit somewhere
     check = {"kind": "auto-fit", "starts": "if the KV cache fits in GPU + CPU memory", "serves": length}
     bound = f"; it starts only if the KV cache of {fmt_tokens(length)} tokens fits in your GPU and CPU memory"
     if engine == "llama.cpp" and supports(version, "llamacpp.fit", fork) is not False:
-        command = user_command(situation, "llama.cpp", {"-c": str(length), "-ngl": None, "--fit": "on"})
+        # one KV buffer for all slots (--kv-unified, PR #14363, older than --fit): with -np N and split
+        # buffers each slot would get -c / N, and the request would not fit in its slot (tools/server)
+        changes = {"-c": str(length), "-ngl": None, "--fit": "on", "--kv-unified": ""}
+        command = user_command(situation, "llama.cpp", changes)
         return [Fix("llama.cpp", f"serve {fmt_tokens(length)} tokens and let --fit place the layers", command,
-                    "llama.cpp b7407+ moves layers to the CPU until the context fits" + bound, "slower generation if layers move to the CPU", 2,
+                    "llama.cpp b7407+ moves layers to the CPU until the context fits, in one KV buffer any slot can use" + bound, "slower generation if layers move to the CPU", 2,
                     {**check, "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
     if engine == "ollama" and supports(version, "ollama.context_length_env", fork) is not False:
         return [Fix("ollama", f"serve {fmt_tokens(length)} tokens", f"OLLAMA_CONTEXT_LENGTH={length} ollama serve",

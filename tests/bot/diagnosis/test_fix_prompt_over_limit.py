@@ -57,9 +57,18 @@ LLAMA_SERVER_9M = (
 
 def test_a_request_over_the_slot_says_the_bound_and_what_an_unsized_context_needs():
     fit, bound = ranked_fixes(LLAMA_SERVER_9M)
-    assert fit.adds == "-c 8961024 --fit on"
+    # one KV buffer for the slots: with -np N and split buffers each slot would get -c / N
+    assert fit.adds == "-c 8961024 --fit on --kv-unified"
     assert fit.effect.endswith(
         "it starts only if the KV cache of 8,961,024 tokens fits in your GPU and CPU memory"
     )
     assert (bound.change, bound.command) == ("send at most 131,072 tokens in one request", "")
     assert bound.effect == "the request is 8,829,840 tokens over what the server holds"
+
+
+def test_no_longer_context_is_offered_past_the_models_trained_one():
+    # the same request, with the model's trained context in the log (llama.cpp print_info)
+    text = "print_info: n_ctx_train      = 262144\n" + LLAMA_SERVER_9M
+    fixes = ranked_fixes(text)
+    assert not any("--fit" in (f.adds or f.command) for f in fixes)
+    assert [f.change for f in fixes][:1] == ["send at most 131,072 tokens in one request"]

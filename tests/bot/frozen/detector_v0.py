@@ -348,7 +348,14 @@ _INT_FIELDS = {
 }
 _FLOAT_FIELDS = {"gpu_total_gib", "compute_capability"}
 _RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of the GPU: (0, 1]
-_TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length", "max_total_tokens", "max_input_tokens"}
+_TOKEN_FIELDS = {
+    "max_model_len",
+    "n_ctx",
+    "n_ctx_train",
+    "context_length",
+    "max_total_tokens",
+    "max_input_tokens",
+}
 _BOOL_FIELDS = {"enforce_eager"}
 
 
