@@ -171,7 +171,7 @@ def torch_oom(situation: Situation) -> Reply:
     used = total - free if key and mine and other is None and total and free is not None else 0.0
     outside = used - (mine or 0.0) >= max(used / 2, 0.5)  # the message names no other process, yet...
     if outside:
-        key = f"{key} The other {fmt_mem(used - (mine or 0.0))} in use is held outside it (another process or the driver)."
+        key = f"{key} The other {fmt_mem(used - (mine or 0.0))} in use is held outside it: other processes, the driver, or the system where the GPU shares its RAM."
     elif used and (mine or 0.0) >= 0.9 * used and not fits:  # nothing else to find: its own work is too big
         key = f"{key} That is almost all in use: its own work (model, cache, batch, sequence length) is too large for this GPU."
         remedies = [r for r in remedies if r != "check_other_processes"]

@@ -74,7 +74,7 @@ def test_memory_in_use_outside_the_process_is_named_and_looked_at_first():
     reply = diagnose(detect(wild_text("wild_2026e.jsonl", "mossttsd71-sglang-json-oom")))
     assert reply is not None
     assert reply.summary.endswith(
-        "This process holds 1.81 GiB. The other 21.70 GiB in use is held outside it (another process or the driver)."
+        "This process holds 1.81 GiB. The other 21.70 GiB in use is held outside it: other processes, the driver, or the system where the GPU shares its RAM."
     )
     first = min(reply.fixes, key=lambda f: f.rank)
     assert first.command == "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
