@@ -8,7 +8,7 @@ warnings before informational memory reports, then by the signature's priority, 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -302,16 +302,10 @@ class Detector:
         """Every context field the rules find; when engines disagree (an Ollama runner's ``--model``
         blob path vs the ``ollama run`` tag), the root finding's engine wins, then file order."""
         found: dict[str, list[tuple[str, Any]]] = {}
-        view_ids = [0, len(norm.views) - 1] if len(norm.views) > 1 else [0]
         for engine, field_name, pid, rule in self._rules:
             if any(e == engine for e, _v in found.get(field_name, [])):
                 continue
-            for vi in view_ids:
-                if hits[vi] is not None and pid not in hits[vi]:
-                    continue
-                m = self.bank.compiled[pid].search(norm.views[vi].data)
-                if not m:
-                    continue
+            for m in self._in_reading_order(norm, hits, pid, field_name in _NUMBERS):
                 value = _context_value(field_name, _text(m.groupdict().get("value")) or rule.value or "")
                 if value is not None:
                     found.setdefault(field_name, []).append((engine, value))
@@ -321,6 +315,20 @@ class Detector:
             preferred = [v for e, v in candidates if e == prefer_engine]
             fields[name] = preferred[0] if preferred else candidates[0][1]
         return Context(fields)
+
+    def _in_reading_order(self, norm: Normalized, hits: list, pid: int, numeric: bool) -> Iterable[Any]:
+        """A rule's matches: in the plain view, then the last joined one; a number's in every view, the
+        paste's earliest first (by the physical line its logical line starts at, then its place there) and
+        at a tie the joined line, whose number a wrap did not cut, joined with nothing (``23.5`` / ``6 GiB``)."""
+        pattern, keyed = self.bank.compiled[pid], []
+        for vi in range(len(norm.views)) if numeric else dict.fromkeys([0, len(norm.views) - 1]):
+            if (hits[vi] is None or pid in hits[vi]) and (m := pattern.search((view := norm.views[vi]).data)):
+                if not numeric:
+                    yield m
+                    continue
+                line = view.line_at(m.start())
+                keyed.append(((view.first_physical[line], m.start() - view.byte_starts[line], vi or 3), m))
+        yield from (m for _key, m in sorted(keyed, key=lambda km: km[0]))
 
 
 @cache
@@ -373,6 +381,7 @@ _FLOAT_FIELDS = {"gpu_total_gib", "compute_capability"}
 _RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of the GPU: (0, 1]
 _TOKEN_FIELDS = {"max_model_len", "n_ctx", "context_length", "max_total_tokens", "max_input_tokens"}
 _BOOL_FIELDS = {"enforce_eager"}
+_NUMBERS = _INT_FIELDS | _FLOAT_FIELDS | _RATIO_FIELDS | _TOKEN_FIELDS
 
 
 def _context_value(field_name: str, raw: str) -> Any:

@@ -227,10 +227,12 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
     `` needed`` or ``92. Make sure`` at the start of a line: the previous physical line is
     terminal-wide (``prev_raw_length``, prefixes included) and stops mid-sentence (``prev`` is that
     line cleaned, so it ends where the raw line does once trailing blanks are cut)."""
-    if prev_raw_length < TERMINAL_WRAP or prev[-1:] in _ENDS_RECORD:
+    if prev_raw_length < TERMINAL_WRAP:
         return False
     if line.startswith(" ") and not line.startswith("  "):
-        return True
+        return True  # a cut at a blank, even after "(131072)" or "device 0:"
+    if prev[-1:] in _ENDS_RECORD:
+        return False
     if line[0] == "-" or (_NUMBERED.match(line) and prev[-1:].isdigit()):
         return True
     m = _IDENT.match(line)

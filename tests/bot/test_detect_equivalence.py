@@ -3,7 +3,9 @@
 The frozen copy of that algorithm (tests/bot/frozen/, bot/ at 809767d) and the current code read every
 development-corpus and held-out paste, every signature example, the hostile inputs and the benchmark
 shapes; the normalised views (bytes and line mapping), the findings, the context, the GPU mentions and
-the command must be identical.
+the command must be identical, except the numbers listed in READS_BETTER: a context number whose line a
+hard wrap cut (``GPU 0 has a tota`` / ``l capacity of 15.77 GiB``), which the algorithm before read only
+from the plain line and now reads from the re-joined one as well.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ PASTES = {
 }
 
 
+# context numbers read now and not before, per paste: nothing else may differ
+READS_BETTER = {"example:317": {"gpu_total_gib": 15.77}}  # torch OOM wrapped inside "total capacity"
+
+
 @cache
 def frozen_detector() -> detector_v0.Detector:
     return detector_v0.Detector(load_builtin())
@@ -74,17 +80,18 @@ def _situation(text: str, gm, sh) -> tuple:
     return [asdict(g) for g in gm.gpu_mentions(text)], asdict(command) if command else None
 
 
-def _same(text: str) -> None:
+def _same(text: str, gained: dict | None = None) -> None:
     assert _views(normalize(text)) == _views(normalize_v0.normalize(text))
     new: Detection = default_detector().detect(text)
-    assert _summary(new) == _summary(frozen_detector().detect(text))
+    before = _summary(frozen_detector().detect(text))
+    assert _summary(new) == before | {"context": before["context"] | (gained or {})}
     view = new.normalized.views[0].text  # what the situation reads
     assert _situation(view, gpu_mentions, shell) == _situation(view, gpu_mentions_v0, shell_v0)
 
 
 @pytest.mark.parametrize("name", sorted(PASTES))
 def test_paste_reads_as_before(name: str) -> None:
-    _same(PASTES[name])
+    _same(PASTES[name], READS_BETTER.get(name))
 
 
 @pytest.mark.parametrize("name", sorted(shapes(SHAPE_BYTES)))
