@@ -4,24 +4,22 @@ Each transform is one small function; :func:`unwrap` runs them in order on the v
 invisible characters and real ANSI sequences are gone, before log prefixes are stripped):
 
 - a Windows console that shows ANSI colour codes as ``←[0m`` (the escape byte rendered as an arrow);
-- chat quote bars: every non-empty line starts with ``▎ `` or ``> `` (Discord, Slack, e-mail replies),
-  or ``>>> `` once in front of the first line (a multi-line quote);
-- Markdown list markers (``- ``, ``* ``, ``1. ``) on every line of a run, or one item holding the paste;
+- chat quote bars: every non-empty line starts with ``▎ `` or ``> `` (Discord, Slack, e-mail replies);
+  a multi-line quote's ``>>> `` in front of the first line; Markdown list markers (``- ``, ``1. ``);
 - log lines whose newlines were lost, so several records run together on one line
   (``... engine.(EngineCore_DP0 pid=3) ERROR 01-28 00:18:18 [core.py:935] ...``);
 - CloudWatch console copies that print every message twice: once after its timestamp, once alone;
   the Kubernetes CRI log file's partial (``P``) pieces of one long line, joined again.
 
-All patterns are RE2 (linear time) but the list marker, Python ``re`` with bounded quantifiers only;
-the line passes are single scans.
+All patterns are RE2 (linear time), the list marker's bounded Python ``re``; the line passes are single scans.
 """
 
 from __future__ import annotations
 
-import itertools
 import operator
 import re
-from itertools import repeat
+from collections import Counter
+from itertools import compress, count, repeat
 
 import re2
 
@@ -33,13 +31,12 @@ ARROWS_MIN = 2
 _QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:(?:\x{258E}|>)[ \t]?){1,8}")
 QUOTED_SHARE = 0.8  # the bar counts only when (nearly) every non-empty line has it
 
-# a Markdown list item's marker (CommonMark 0.31 "List items": up to 3 blanks, "-", "+" or "*", or 1-9
-# digits and "." or ")", then a blank); the trigger: such a line, then (after blank lines) another or an indented one
-# (matched line by line with Python re, whose call costs a fraction of RE2's; every quantifier bounded)
-_MARKER = r"[ \t]{0,3}([-+*]|[0-9]{1,9}([.)]))[ \t]"
-_ITEM = re.compile(_MARKER)
-_OPENS = tuple("-+*0123456789")
-_ITEMS = re2.compile(f"(?m)^{_MARKER}[^\n]*\n(?:[ \t]*\n)*(?:{_MARKER}| )".encode())
+# a list item's marker (CommonMark 0.31 "List items": up to 3 blanks, "-", "+" or "*", or 1-9 digits and "."
+# or ")", then a blank); blank lines; the trigger: a marked line, then (blank lines) another or an indented one
+_MARKER = r"^[ \t]{0,3}([-+*]|[0-9]{1,9}([.)]))[ \t]"
+_ITEM = re.compile(_MARKER, re.M)
+_BLANK_LINES = re.compile(r"(\n(?:[ \t]*+\n)++)")
+_ITEMS = re2.compile(f"(?m){_MARKER}[^\n]*\n(?:[ \t]*\n)*(?:{_MARKER[1:]}| )".encode())
 
 # a log record glued to the end of the previous one: a vLLM worker prefix or logger header, an SGLang
 # bracketed timestamp or a Go slog header, found mid-line right after the end of a message (a word,
@@ -87,51 +84,26 @@ def quote_bars(text: str) -> str:
 
 
 def list_markers(text: str) -> str:
-    """Strip the markers off a paste bulleted or numbered line by line: runs of non-blank lines (blank lines
-    between them allowed) whose every line carries a marker of one kind; dedent one item holding the paste
-    (its first line marked, the rest indented to its text).  Two lines at least, and a ``- `` inside a log
-    record, or on some lines of a run only, stays."""
+    """Strip the markers off a paste bulleted or numbered line by line (every line of a run of non-blank lines
+    has one of one kind, two in the paste at least); dedent one item holding a run.  A ``- `` on some stays."""
     if _ITEMS.search(text.encode("utf-8", "surrogatepass")) is None:
         return text
-    lines = text.split("\n")
-    blank = list(map(operator.not_, map(str.strip, lines)))  # C-level maps: Python only per run, below
-    edges = list(itertools.compress(itertools.count(), map(operator.ne, [*blank, True], [True, *blank])))
-    runs = list(zip(edges[::2], edges[1::2], strict=True))  # (first, past the last) of each non-blank run
-    marks: list[re.Match[str] | None] = [None] * len(lines)
-    for k in itertools.compress(
-        itertools.count(), map(str.startswith, map(str.lstrip, lines), repeat(_OPENS))
-    ):
-        marks[k] = _ITEM.match(lines[k])  # only a line whose first character can open a marker
-    i = 0
-    while i < len(runs):
-        i = _list_at(lines, marks, runs, i)
-    return "\n".join(lines)
+    runs = _BLANK_LINES.split(text)  # the runs at even places, the blank lines between at odd ones
+    listed = list(map(_list_kind, runs[::2]))  # the marker kind of each run, if all its lines have one
+    total = Counter(listed)
+    for r, (run, kind) in enumerate(zip(runs[::2], listed, strict=True)):
+        lines, pad = run.split("\n"), " " * (first.end() if (first := _ITEM.match(run)) else 0)
+        if kind and total[kind] + len(lines) > 2:
+            runs[2 * r] = _ITEM.sub("", run)
+        elif pad and len(lines) > 1 and all(map(str.startswith, lines[1:], repeat(pad))):
+            runs[2 * r] = "\n".join(line[len(pad) :] for line in lines)  # one item, indented to its text
+    return "".join(runs)
 
 
-def _kind(m: re.Match[str] | None) -> str | None:
-    return m and (m[2] or m[1])  # the bullet, or a number's "." / ")"
-
-
-def _list_at(lines: list[str], marks: list[re.Match[str] | None], runs: list[tuple[int, int]], i: int) -> int:
-    """Strip the list that starts at run ``i``, if one does; the index of the run after it."""
-    (a, b), j, first = runs[i], i + 1, marks[runs[i][0]]
-    if first is None:
-        return j
-    kinds, indent = set(map(_kind, marks[a:b])), " " * first.end()
-    if len(kinds) == 1 and None not in kinds:  # items of one kind, in this run and the next ones
-        while j < len(runs) and set(map(_kind, marks[slice(*runs[j])])) == kinds:
-            j += 1
-        cuts = [m.end() if m else 0 for m in marks[a : runs[j - 1][1]]]
-    elif all(map(str.startswith, lines[a + 1 : b], repeat(indent))):
-        while j < len(runs) and all(map(str.startswith, lines[slice(*runs[j])], repeat(indent))):
-            j += 1  # one item: the runs after its first line indented to its text
-        cuts = [len(indent)] * (runs[j - 1][1] - a)
-    else:
-        return j
-    if sum(end - start for start, end in runs[i:j]) > 1:
-        end = runs[j - 1][1]
-        lines[a:end] = list(map(str.__getitem__, lines[a:end], map(slice, cuts, repeat(None))))
-    return j
+def _list_kind(run: str) -> str:
+    """The kind of marker (the bullet, or a number's "." or ")") every line of a run carries, else ""."""
+    kinds = [m[2] or m[1] for m in _ITEM.finditer(run)]
+    return kinds[0] if len(kinds) == run.count("\n") + 1 and len(set(kinds)) == 1 else ""
 
 
 def glued_records(text: str) -> str:
@@ -153,13 +125,9 @@ def cloudwatch_duplicates(text: str) -> str:
         return text  # no line starts with an ISO timestamp: skip the line scan
     lines = text.split("\n")  # two at least: a stamped line matched above ends in a newline
     # only a line that starts with four digits can carry the stamp: the others are not matched
-    stamped = itertools.compress(
-        itertools.count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines))
-    )
+    stamped = compress(count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines[:-1])))
     dropped = set()
     for i in stamped:
-        if i + 1 == len(lines):
-            break
         prev, line = lines[i], lines[i + 1]
         stamp = _CW_STAMP.match(prev)
         if stamp and stamp[2] == "P" and (piece := _CW_STAMP.match(line)) and piece[1] == stamp[1]:
