@@ -300,13 +300,13 @@ class Detector:
     def _in_reading_order(self, norm: Normalized, hits: list, pid: int, numeric: bool) -> list[Any]:
         """A rule's matches: the plain view's, then the last joined one's; a number's in every view, earliest
         in the paste first and at a tie the joined line (a wrap did not cut it: ``23.5`` / ``6 GiB``)."""
-        keyed = []
+        keyed: list[tuple[tuple[int, ...], Any]] = []
         for vi in range(len(norm.views)) if numeric else {0, len(norm.views) - 1}:
-            view = norm.views[vi]
-            if (hits[vi] is None or pid in hits[vi]) and (m := self.bank.compiled[pid].search(view.data)):
-                line = view.line_at(m.start()) if numeric else 0
-                place = (view.first_physical[line], m.start() - view.byte_starts[line]) if numeric else ()
-                keyed.append(((*place, vi or len(norm.views)) if numeric else (vi,), m))
+            data, first = norm.views[vi].data, norm.views[vi].first_physical
+            if (hits[vi] is None or pid in hits[vi]) and (m := self.bank.compiled[pid].search(data)):
+                at = m.start() if numeric else 0  # a number's physical line, column, view (plain: 9, last)
+                line = first[data.count(b"\n", 0, at)] if numeric else 0
+                keyed.append(((line, at - data.rfind(b"\n", 0, at), vi or 9) if numeric else (vi,), m))
         return [m for _key, m in sorted(keyed, key=lambda km: km[0])]
 
 

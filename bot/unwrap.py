@@ -19,7 +19,7 @@ from __future__ import annotations
 import operator
 import re
 from collections import Counter
-from itertools import compress, count, repeat
+from itertools import compress, count
 
 import re2
 
@@ -72,7 +72,7 @@ def arrow_ansi(text: str) -> str:
 
 def quote_bars(text: str) -> str:
     if text.startswith(">>> ") and "\n>>> " not in text:
-        return text[4:]  # a multi-line quote: once, for everything after it
+        text = text[4:]  # a multi-line quote: once, for everything after it (which may be quoted too)
     if "\u258e" not in text and "\n>" not in text and not text.lstrip().startswith(">"):
         return text  # no bar anywhere: skip the line scan
     needed = QUOTED_SHARE * sum(map(bool, map(str.strip, text.split("\n"))))  # of the non-empty lines
@@ -92,17 +92,19 @@ def list_markers(text: str) -> str:
     listed = list(map(_list_kind, runs[::2]))  # the marker kind of each run, if all its lines have one
     total = Counter(listed)
     for r, (run, kind) in enumerate(zip(runs[::2], listed, strict=True)):
-        lines, pad = run.split("\n"), " " * (first.end() if (first := _ITEM.match(run)) else 0)
-        if kind and total[kind] + len(lines) > 2:
+        if (first := _ITEM.match(run)) is None:
+            continue  # a list's run starts with a marker
+        breaks, pad = run.count("\n"), "\n" + " " * first.end()
+        if kind and total[kind] + breaks > 1:
             runs[2 * r] = _ITEM.sub("", run)
-        elif pad and len(lines) > 1 and all(map(str.startswith, lines[1:], repeat(pad))):
-            runs[2 * r] = "\n".join(line[len(pad) :] for line in lines)  # one item, indented to its text
-    return "".join(runs)
+        elif breaks and run.count(pad) == breaks:  # one item: its other lines indented to its text
+            runs[2 * r] = run[first.end() :].replace(pad, "\n")
+    return text if (out := "".join(runs)) == text else quote_bars(out)  # and a quote in the list: "- > "
 
 
 def _list_kind(run: str) -> str:
     """The kind of marker (the bullet, or a number's "." or ")") every line of a run carries, else ""."""
-    kinds = [m[2] or m[1] for m in _ITEM.finditer(run)]
+    kinds = [m[2] or m[1] for m in _ITEM.finditer(run)] if _ITEM.match(run) else []
     return kinds[0] if len(kinds) == run.count("\n") + 1 and len(set(kinds)) == 1 else ""
 
 
@@ -139,4 +141,4 @@ def cloudwatch_duplicates(text: str) -> str:
 
 
 def unwrap(text: str) -> str:
-    return cloudwatch_duplicates(glued_records(quote_bars(list_markers(quote_bars(arrow_ansi(text))))))
+    return cloudwatch_duplicates(glued_records(list_markers(quote_bars(arrow_ansi(text)))))
