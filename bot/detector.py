@@ -8,7 +8,7 @@ warnings before informational memory reports, then by the signature's priority, 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -297,16 +297,17 @@ class Detector:
                     break
         return Context({k: next((v for e, v in c if e == prefer_engine), c[0][1]) for k, c in found.items()})
 
-    def _in_reading_order(self, norm: Normalized, hits: list, pid: int, numeric: bool) -> list[Any]:
-        """A rule's matches: the plain view's, then the last joined one's; a number's in every view, earliest
-        in the paste first and at a tie the joined line (a wrap did not cut it: ``23.5`` / ``6 GiB``)."""
-        keyed: list[tuple[tuple[int, ...], Any]] = []
-        for vi in range(len(norm.views)) if numeric else {0, len(norm.views) - 1}:
-            data, first = norm.views[vi].data, norm.views[vi].first_physical
-            if (hits[vi] is None or pid in hits[vi]) and (m := self.bank.compiled[pid].search(data)):
-                at = m.start() if numeric else 0  # a number's physical line, column, view (plain: 9, last)
-                line = first[data.count(b"\n", 0, at)] if numeric else 0
-                keyed.append(((line, at - data.rfind(b"\n", 0, at), vi or 9) if numeric else (vi,), m))
+    def _in_reading_order(self, norm: Normalized, hits: list, pid: int, numeric: bool) -> Iterable[Any]:
+        """A rule's matches: the plain view's, then (lazily) the last joined one's; a number's in every view,
+        earliest in the paste first and at a tie the joined line (a wrap did not cut it: ``23.5`` / ``6 GiB``)."""
+        views = range(len(norm.views)) if numeric else dict.fromkeys((0, len(norm.views) - 1))
+        pattern, keyed = self.bank.compiled[pid], []
+        found = ((vi, m) for vi in views if (hits[vi] is None or pid in hits[vi]) and (m := pattern.search(norm.views[vi].data)))  # fmt: skip
+        if not numeric:
+            return (m for _vi, m in found)
+        for vi, m in found:  # by its physical line, its column, then its view (the plain one last)
+            data, at = norm.views[vi].data, m.start()
+            keyed.append(((norm.views[vi].first_physical[data.count(b"\n", 0, at)], at - data.rfind(b"\n", 0, at), vi or 9), m))  # fmt: skip
         return [m for _key, m in sorted(keyed, key=lambda km: km[0])]
 
 

@@ -89,8 +89,7 @@ def list_markers(text: str) -> str:
     if _ITEMS.search(text.encode("utf-8", "surrogatepass")) is None:
         return text
     runs = _BLANK_LINES.split(text)  # the runs at even places, the blank lines between at odd ones
-    listed = list(map(_list_kind, runs[::2]))  # the marker kind of each run, if all its lines have one
-    total = Counter(listed)
+    total = Counter(listed := list(map(_list_kind, runs[::2])))
     for r, (run, kind) in enumerate(zip(runs[::2], listed, strict=True)):
         if (first := _ITEM.match(run)) is None:
             continue  # a list's run starts with a marker
