@@ -144,7 +144,7 @@ def clean_text(text: str) -> str:
     """Invisible characters removed, look-alikes folded, line ends and tabs made plain; each step only
     when its trigger is in the text (an ASCII text needs none of the Unicode ones)."""
     if text.isascii():
-        text = text.replace("\x00", "").replace("\x02", "")
+        text = text.replace("\x00", "").replace("\x02", "") if "\x00" in text or "\x02" in text else text
     else:
         # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot
         # be encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
@@ -158,7 +158,7 @@ def clean_text(text: str) -> str:
         text = unicodedata.normalize("NFKC", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text.replace("\t", "    ")
+    return text.replace("\t", "    ") if "\t" in text else text
 
 
 def visible(text: str) -> str:
