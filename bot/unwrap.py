@@ -102,8 +102,8 @@ def list_markers(text: str) -> str:
 
 
 def _list_kind(run: str) -> str:
-    """The kind of marker (the bullet, or a number's "." or ")") every line of a run carries, else ""."""
-    kinds = [m[2] or m[1] for m in _ITEM.finditer(run)] if _ITEM.match(run) else []
+    """The marker kind (the bullet, or "." / ")") on every line of a run, else "" (its 2nd line tried first)."""
+    kinds = [m[2] or m[1] for m in _ITEM.finditer(run)] if _ITEM.match(run, run.find("\n") + 1) else []
     return kinds[0] if len(kinds) == run.count("\n") + 1 and len(set(kinds)) == 1 else ""
 
 
