@@ -301,8 +301,8 @@ class Detector:
         """A rule's matches: the plain view's, then (lazily) the last joined one's; a number's in every view,
         earliest in the paste first and at a tie the joined line (a wrap did not cut it: ``23.5`` / ``6 GiB``)."""
         views = range(len(norm.views)) if numeric else dict.fromkeys((0, len(norm.views) - 1))
-        pattern, keyed = self.bank.compiled[pid], []
-        found = ((vi, m) for vi in views if (hits[vi] is None or pid in hits[vi]) and (m := pattern.search(norm.views[vi].data)))  # fmt: skip
+        keyed: list[tuple[tuple[int, ...], Any]] = []  # compiled below: only a pattern some view may hold
+        found = ((vi, m) for vi in views if (hits[vi] is None or pid in hits[vi]) and (m := self.bank.compiled[pid].search(norm.views[vi].data)))  # fmt: skip
         if not numeric:
             return (m for _vi, m in found)
         for vi, m in found:  # by its physical line, its column, then its view (the plain one last)
