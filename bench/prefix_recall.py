@@ -40,6 +40,13 @@ The formats are the tools' own, from their source or docs:
 - a terminal hard wrap at 80 and 120 columns (the line cut at the column, mid-word);
 - a Slack / Discord quote: ``> `` on every line;
 - a Markdown list item: ``- `` or ``1. `` on the first line, the rest indented to the item's text;
+- a Markdown list of the log's lines, as a chat user bullets a paste: ``- ``, ``* `` or ``1. ``, ``2. ``, ...
+  (CommonMark 0.31 "List items": a bullet ``-``/``+``/``*`` or 1-9 digits and ``.``/``)``, then a space),
+  also inside a quote (``> - ``);
+- a code block with a language tag (```` ```log ````, ```` ```python ````: CommonMark "Fenced code blocks",
+  the info string), bare or inside a quote (``> ```text``);
+- a multi-line quote: ``>>> `` once, in front of the first line (Discord's "Markdown Text 101": everything
+  after it is quoted; a message typed so in Slack reaches the bot as typed), also around a code block.
 - nested: kubectl --prefix around docker compose; journald around vLLM's worker prefix
   (``(EngineCore_DP0 pid=N) ``, vllm/utils ``_add_prefix`` on every line of a worker's output).
 
@@ -189,6 +196,26 @@ def list_item(marker: str) -> Callable[[str], str]:
     return lambda text: marker + text.replace("\n", "\n" + indent)
 
 
+def bullets(marker: str | None, quote: str = "") -> Callable[[str], str]:
+    """Every non-empty line a list item: ``marker``, or ``1. ``, ``2. ``, ... when it is None."""
+
+    def wrap(text: str) -> str:
+        lines, rows, n = text.split("\n"), [], 0
+        for line in lines:
+            n += bool(line.strip())
+            rows.append(quote + (marker or f"{n}. ") + line if line.strip() else quote.rstrip())
+        return "\n".join(rows)
+
+    return wrap
+
+
+def fenced(tag: str, quote: str = "") -> Callable[[str], str]:
+    """A code block opened with a language tag; ``quote`` on every line (``> ``) or once (``>>> ``)."""
+    if quote == ">>> ":
+        return lambda text: f">>> ```{tag}\n{text}\n```"
+    return lambda text: quote + f"```{tag}\n{text}\n```".replace("\n", "\n" + quote)
+
+
 WIDTH = len("vllm-1") + 1  # compose: the longest name plus one
 POD = "[pod/vllm-7c9f8d6b5d-x2x4q/vllm] "
 WRAPPERS: dict[str, Callable[[str], str]] = {
@@ -228,6 +255,15 @@ WRAPPERS: dict[str, Callable[[str], str]] = {
     "chat quote '> '": lambda s: "> " + s.replace("\n", "\n> "),
     "Markdown '- ' item": list_item("- "),
     "Markdown '1. ' item": list_item("1. "),
+    "Markdown '- ' every line": bullets("- "),
+    "Markdown '* ' every line": bullets("* "),
+    "Markdown '1. 2. ' every line": bullets(None),
+    "chat quote '> - ' every line": bullets("- ", "> "),
+    "chat quote '> 1. ' every line": bullets(None, "> "),
+    "Markdown ```log fence": fenced("log"),
+    "chat quote '> ```python' fence": fenced("python", "> "),
+    "chat quote '>>> '": lambda s: ">>> " + s,
+    "chat quote '>>> ```text' fence": fenced("text", ">>> "),
     "kubectl --prefix > compose": per_line(lambda i, t, s: POD + compose("vllm-1", WIDTH) + s),
     "journald > vLLM worker": per_line(lambda i, t, s: journald_short(t) + "(EngineCore_DP0 pid=2871) " + s),
 }

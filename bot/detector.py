@@ -8,7 +8,7 @@ warnings before informational memory reports, then by the signature's priority, 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -81,24 +81,16 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
     if unit == "text":
         return raw.strip()[:200] or None
     if unit in ("tokens", "count"):
-        value: float | None = parse_int(raw)
-        return value if value is not None and value <= MAX_TOKENS else None
-    if unit == "ratio":
-        value = parse_number(raw)
-        return value if value is not None and value <= 1.5 else None
-    if unit == "number":
-        return parse_number(raw)
-    if unit == "capability":
-        value = parse_number(raw)
-        if value is None:
-            return None
-        return round(value / 10, 1) if value >= 10 else value
+        return _at_most(parse_int(raw), MAX_TOKENS)
     value = parse_number(raw)
-    if value is None:
-        return None
+    if value is None or unit == "number":
+        return value
+    if unit == "ratio":
+        return value if value <= 1.5 else None
+    if unit == "capability":
+        return round(value / 10, 1) if value >= 10 else value
     printed = (unit_text or "").strip().lower() if unit == "dynamic" else unit
-    factor = _MEM_FACTORS.get(printed)
-    if factor is None:
+    if (factor := _MEM_FACTORS.get(printed)) is None:
         return None
     target = next((f for suffix, f in _TARGET.items() if name.endswith(suffix)), 1 << 30)
     result = value * factor / target
@@ -108,18 +100,14 @@ def convert_param(name: str, unit: str, raw: str, unit_text: str | None = None) 
 
 
 def _text(value: bytes | str | None) -> str | None:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _extract(sig: LoadedSignature, match: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    params: dict[str, Any] = {}
-    invalid: dict[str, str] = {}
+    params, invalid = dict[str, Any](), dict[str, str]()
     groups = {k: _text(v) for k, v in match.groupdict().items()}
     for name, unit in sig.signature.captures.items():
-        raw = groups.get(name)
-        if raw is None:
+        if (raw := groups.get(name)) is None:
             continue
         value = convert_param(name, unit, raw, groups.get(f"{name}_unit"))
         if value is None:
@@ -130,8 +118,7 @@ def _extract(sig: LoadedSignature, match: Any) -> tuple[dict[str, Any], dict[str
 
 
 def _evidence(view, start: int, end: int) -> tuple[list[str], int]:
-    first = view.line_at(start)
-    last = view.line_at(max(start, end - 1))
+    first, last = view.line_at(start), view.line_at(max(start, end - 1))
     lines = [view.logical_line(i)[:EVIDENCE_CHARS] for i in range(first, min(last, first + 2) + 1)]
     return lines, view.first_physical[first]
 
@@ -266,9 +253,8 @@ class Detector:
             found = self._first_match(norm, hits, patterns)
             if found is None:
                 continue
-            if any(self._first_match(norm, hits, [r]) is None for r in requires):
-                continue
-            if any(self._first_match(norm, hits, [x]) is not None for x in excludes):
+            missing = any(self._first_match(norm, hits, [r]) is None for r in requires)
+            if missing or any(self._first_match(norm, hits, [x]) is not None for x in excludes):
                 continue
             view, match = found
             findings.append(_finding(loaded, view, match))
@@ -286,8 +272,7 @@ class Detector:
                 if view_hits is not None and pid not in view_hits:
                     continue
                 pattern = self.bank.compiled[pid]  # compiled here: only the patterns the Set found
-                m = pattern.search(view.data)
-                if not m:
+                if not (m := pattern.search(view.data)):
                     continue
                 filled = sum(1 for v in m.groupdict().values() if v is not None)
                 if filled > best_filled:
@@ -302,25 +287,28 @@ class Detector:
         """Every context field the rules find; when engines disagree (an Ollama runner's ``--model``
         blob path vs the ``ollama run`` tag), the root finding's engine wins, then file order."""
         found: dict[str, list[tuple[str, Any]]] = {}
-        view_ids = [0, len(norm.views) - 1] if len(norm.views) > 1 else [0]
         for engine, field_name, pid, rule in self._rules:
             if any(e == engine for e, _v in found.get(field_name, [])):
                 continue
-            for vi in view_ids:
-                if hits[vi] is not None and pid not in hits[vi]:
-                    continue
-                m = self.bank.compiled[pid].search(norm.views[vi].data)
-                if not m:
-                    continue
+            for m in self._in_reading_order(norm, hits, pid, field_name in _NUMBERS):
                 value = _context_value(field_name, _text(m.groupdict().get("value")) or rule.value or "")
                 if value is not None:
                     found.setdefault(field_name, []).append((engine, value))
                     break
-        fields: dict[str, Any] = {}
-        for name, candidates in found.items():
-            preferred = [v for e, v in candidates if e == prefer_engine]
-            fields[name] = preferred[0] if preferred else candidates[0][1]
-        return Context(fields)
+        return Context({k: next((v for e, v in c if e == prefer_engine), c[0][1]) for k, c in found.items()})
+
+    def _in_reading_order(self, norm: Normalized, hits: list, pid: int, numeric: bool) -> Iterable[Any]:
+        """A rule's matches: the plain view's, then (lazily) the last joined one's; a number's in every view,
+        earliest in the paste first and at a tie the joined line (a wrap did not cut it: ``23.5`` / ``6 GiB``)."""
+        views = range(len(norm.views)) if numeric else dict.fromkeys((0, len(norm.views) - 1))
+        keyed: list[tuple[tuple[int, ...], Any]] = []  # compiled below: only a pattern some view may hold
+        found = ((vi, m) for vi in views if (hits[vi] is None or pid in hits[vi]) and (m := self.bank.compiled[pid].search(norm.views[vi].data)))  # fmt: skip
+        if not numeric:
+            return (m for _vi, m in found)
+        for vi, m in found:  # by its physical line, its column, then its view (the plain one last)
+            data, at = norm.views[vi].data, m.start()
+            keyed.append(((norm.views[vi].first_physical[data.count(b"\n", 0, at)], at - data.rfind(b"\n", 0, at), vi or 9), m))  # fmt: skip
+        return [m for _key, m in sorted(keyed, key=lambda km: km[0])]
 
 
 @cache
@@ -357,10 +345,8 @@ def _finding(loaded: LoadedSignature, view: Any, match: Any) -> Finding:
 
 def _rank(findings: list[Finding], kb: KnowledgeBase) -> list[Finding]:
     suppressed: set[str] = set()
-    for f in findings:
-        loaded = kb.by_id(f.signature)
-        if loaded:
-            suppressed.update(loaded.signature.suppresses)
+    for loaded in filter(None, (kb.by_id(f.signature) for f in findings)):
+        suppressed.update(loaded.signature.suppresses)
     kept = [f for f in findings if f.signature not in suppressed and f.category not in suppressed]
     # an informational report is context for the error, not something it hides
     kept += [f for f in findings if f not in kept and f.severity == "info"]
@@ -380,6 +366,7 @@ _TOKEN_FIELDS = {
     "max_input_tokens",
 }
 _BOOL_FIELDS = {"enforce_eager"}
+_NUMBERS = _INT_FIELDS | _FLOAT_FIELDS | _RATIO_FIELDS | _TOKEN_FIELDS
 
 
 def _context_value(field_name: str, raw: str) -> Any:
@@ -389,8 +376,7 @@ def _context_value(field_name: str, raw: str) -> Any:
     if field_name in _FLOAT_FIELDS:
         return _at_most(parse_number(raw), MAX_GIB)
     if field_name in _RATIO_FIELDS:
-        value = parse_number(raw)
-        return value if value is not None and 0 < value <= 1 else None
+        return value if (value := parse_number(raw)) is not None and 0 < value <= 1 else None
     if field_name in _TOKEN_FIELDS:
         return _at_most(parse_token_count(raw), MAX_TOKENS)
     if field_name in _BOOL_FIELDS:

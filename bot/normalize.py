@@ -2,19 +2,17 @@
 
 - decode bytes leniently, drop NULs, zero-width and bidi-control characters, NFKC-fold look-alike digits;
 - strip ANSI colour sequences (also with the escape byte lost: ``[34m``);
-- undo what other tools did to the paste (bot/unwrap.py: ``←[0m``, quote bars, glued records, doubled lines);
-- strip log prefixes (vLLM, Ray, torchrun, docker compose, journald, Go slog, SGLang, llama.cpp timestamps,
-  CI timestamps) — nested ones too;
+- undo what other tools did to the paste (bot/unwrap.py: ``←[0m``, quotes, lists, glued records, doubled lines);
+- strip log prefixes (knowledge/log_prefixes.yaml: vLLM, Ray, docker compose, journald, CI, ...), nested too;
 - re-join hard-wrapped lines into logical lines.  A wrap may have split a word (``KV cach`` / ``e``)
   or replaced a space, so two joined views are produced: one joined with nothing, one with a space.
   They hold only the re-joined lines; the plain view holds everything.
 
 Linear time on any input, and no work where there is nothing to do: a pass whose trigger is absent
-(a non-ASCII character, an escape byte, a carriage return, a tab) is skipped, the prefix pattern is
-anchored on a literal newline, prefixes redaction already measured are cut by length (``prefix_cuts``), and
-per-line work is done by C-level ``map``/``split``/``join``, a MiB at a time.  Every quantifier in the
-Python ``re`` patterns is possessive or bounded by a small constant, so they never backtrack
-(tests/bot/test_normalize.py checks this structurally).
+(a non-ASCII character, an escape byte, a carriage return) is skipped, the prefix pattern is anchored on
+a literal newline, prefixes redaction already measured are cut by length (``prefix_cuts``), and per-line
+work is done by C-level ``map``/``split``/``join``, a MiB at a time.  Every quantifier in the Python ``re``
+patterns is possessive or bounded (tests/bot/test_normalize.py checks it), so they never backtrack.
 """
 
 from __future__ import annotations
@@ -72,11 +70,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+")
 # whether a (non-empty) physical line starts a new record rather than continuing a wrapped one: it starts
 # with one of _RECORD_CHARS or _RECORD_WORDS, an identifier ending in Error/Exception/Warning/Exit, one
 # followed by "=", a lower-case one followed by ": ", or a list number ("12. ")
+_FIRST = "[" + re.escape("".join(sorted(_RECORD_CHARS))) + "]|" + "|".join(map(re.escape, _RECORD_WORDS))
 _RECORD_START = re.compile(
-    "["
-    + re.escape("".join(sorted(_RECORD_CHARS)))
-    + "]|"
-    + "|".join(map(re.escape, _RECORD_WORDS))
+    _FIRST
     # an identifier (the whole run: possessive) that ends in one of these words
     + r"|(?=[A-Za-z_])[A-Za-z0-9_.]*+(?:(?<=Error)|(?<=Exception)|(?<=Warning)|(?<=Exit))"
     # a lower-case identifier (one letter at least: str.islower) and ": "
@@ -106,22 +102,14 @@ def line_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:
         pos = cut + 1
 
 
-def _offsets(lengths) -> array:
-    """Where each of the lines whose lengths are given starts once they are joined with newlines."""
-    starts = array("q", accumulate(map(add, lengths, repeat(1)), initial=0))
-    starts.pop()
-    return starts
-
-
 @dataclass(frozen=True)
 class View:
     """One rendering of the paste, kept as UTF-8 ``data`` plus where each logical line starts.
 
     Patterns search the bytes (RE2 would otherwise re-encode the whole text on every search), so match
-    offsets are byte offsets into ``data``.  ``text`` and the line offsets are computed on first use:
-    a paste with no finding never needs them, and a non-ASCII paste is not held twice (a ``str`` with
-    one non-Latin-1 character takes two or four bytes per character).
-    """
+    offsets are byte offsets into ``data``.  ``text`` and the line offsets are computed on first use: a
+    paste with no finding never needs them, and a non-ASCII paste is not held twice (as a ``str``, two or
+    four bytes a character)."""
 
     first_physical: Sequence[int]  # physical line number (0-based) of each logical line
     data: bytes = b""
@@ -132,8 +120,8 @@ class View:
 
     @cached_property
     def byte_starts(self) -> array:
-        """Byte offset of each logical line in ``data``."""
-        return _offsets(map(len, self.data.split(b"\n")))
+        """Byte offset of each logical line in ``data``: the lengths before it, each with its newline."""
+        return array("q", accumulate(map(add, map(len, self.data.split(b"\n")), repeat(1)), initial=0))[:-1]
 
     def line_at(self, byte_offset: int) -> int:
         """The logical line holding a byte offset of ``data``."""
@@ -156,8 +144,7 @@ def clean_text(text: str) -> str:
     """Invisible characters removed, look-alikes folded, line ends and tabs made plain; each step only
     when its trigger is in the text (an ASCII text needs none of the Unicode ones)."""
     if text.isascii():
-        if "\x00" in text or "\x02" in text:
-            text = text.replace("\x00", "").replace("\x02", "")
+        text = text.replace("\x00", "").replace("\x02", "") if "\x00" in text or "\x02" in text else text
     else:
         # lone surrogates (half an emoji in a platform's JSON, bytes decoded with surrogateescape) cannot
         # be encoded as UTF-8, which every pattern search does: they become U+FFFD like other broken bytes
@@ -171,9 +158,7 @@ def clean_text(text: str) -> str:
         text = unicodedata.normalize("NFKC", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "\t" in text:
-        text = text.replace("\t", "    ")
-    return text
+    return text.replace("\t", "    ") if "\t" in text else text
 
 
 def visible(text: str) -> str:
@@ -227,10 +212,10 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
     `` needed`` or ``92. Make sure`` at the start of a line: the previous physical line is
     terminal-wide (``prev_raw_length``, prefixes included) and stops mid-sentence (``prev`` is that
     line cleaned, so it ends where the raw line does once trailing blanks are cut)."""
-    if prev_raw_length < TERMINAL_WRAP or prev[-1:] in _ENDS_RECORD:
+    if prev_raw_length < TERMINAL_WRAP or line.startswith("  "):
         return False
-    if line.startswith(" ") and not line.startswith("  "):
-        return True
+    if line.startswith(" ") or prev[-1:] in _ENDS_RECORD:
+        return line.startswith(" ")  # a cut at a blank, even after "(131072)" or "device 0:"
     if line[0] == "-" or (_NUMBERED.match(line) and prev[-1:].isdigit()):
         return True
     m = _IDENT.match(line)
@@ -242,7 +227,6 @@ def normalize(data: bytes | str, prefix_cuts: array | None = None) -> Normalized
     them (bot.redact.Redaction.prefix_cuts), which also made the text :func:`visible`; used only while
     the cleanup below leaves the text as it is."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    # undo quote bars, glued records, doubled lines
     raw_text = unwrap(text if prefix_cuts is not None else visible(text))
     lines, prefixed, ended_blank = _clean_lines(raw_text, prefix_cuts if raw_text is text else None)
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
@@ -280,9 +264,7 @@ def _join_groups(joins: list[int]) -> tuple[list[int], list[int]]:
     return list(map(operator.sub, compress(joins, opens), repeat(1))), list(compress(joins, closes))
 
 
-def _joined_view(
-    lines: list[str], groups: tuple[list[int], list[int]], glue: str, ended_blank: bytearray
-) -> View:
+def _joined_view(lines: list[str], groups: tuple[list[int], list[int]], glue: str, blank: bytearray) -> View:
     """Only the re-joined logical lines: all a wrap-tolerant pattern needs beyond the plain view.  Joined
     with a space, or with nothing except where the cut was at a blank (one side kept it: a terminal cuts a
     line mid-word and at spaces alike, and one message can hold both cuts)."""
@@ -290,7 +272,7 @@ def _joined_view(
     if glue:
         logical = (glue.join([lines[a], *map(str.lstrip, lines[a + 1 : b + 1])]) for a, b in pairs)
     else:
-        logical = ("".join([lines[a], *map(_glued, lines[a + 1 : b + 1], ended_blank[a : b])]) for a, b in pairs)  # fmt: skip
+        logical = ("".join([lines[a], *map(_glued, lines[a + 1 : b + 1], blank[a : b])]) for a, b in pairs)  # fmt: skip
     return View(tuple(groups[0]), _utf8(logical))
 
 

@@ -5,18 +5,21 @@ invisible characters and real ANSI sequences are gone, before log prefixes are s
 
 - a Windows console that shows ANSI colour codes as ``←[0m`` (the escape byte rendered as an arrow);
 - chat quote bars: every non-empty line starts with ``▎ `` or ``> `` (Discord, Slack, e-mail replies);
+  a multi-line quote's ``>>> `` in front of the first line; Markdown list markers (``- ``, ``1. ``);
 - log lines whose newlines were lost, so several records run together on one line
   (``... engine.(EngineCore_DP0 pid=3) ERROR 01-28 00:18:18 [core.py:935] ...``);
 - CloudWatch console copies that print every message twice: once after its timestamp, once alone;
   the Kubernetes CRI log file's partial (``P``) pieces of one long line, joined again.
 
-All patterns are RE2 (linear time); the line passes are single scans.
+All patterns are RE2 (linear time), the list marker's bounded Python ``re``; the line passes are single scans.
 """
 
 from __future__ import annotations
 
-import itertools
 import operator
+import re
+from collections import Counter
+from itertools import compress, count
 
 import re2
 
@@ -27,6 +30,13 @@ ARROWS_MIN = 2
 # quote bars: Discord/Slack "▎ " (U+258E) or blockquote "> " on every quoted line, one per level ("> > ")
 _QUOTE = re2.compile(r"(?m)^[ \t]{0,3}(?:(?:\x{258E}|>)[ \t]?){1,8}")
 QUOTED_SHARE = 0.8  # the bar counts only when (nearly) every non-empty line has it
+
+# a list item's marker (CommonMark 0.31 "List items": up to 3 blanks, "-", "+" or "*", or 1-9 digits and "."
+# or ")", then a blank); blank lines; the trigger: a marked line, then (blank lines) another or an indented one
+_MARKER = r"^[ \t]{0,3}([-+*]|[0-9]{1,9}([.)]))[ \t]"
+_ITEM = re.compile(_MARKER, re.M)
+_BLANK_LINES = re.compile(r"(\n(?:[ \t]*+\n)++)")
+_ITEMS = re2.compile(f"(?m){_MARKER}[^\n]*\n(?:[ \t]*\n)*(?:{_MARKER[1:]}| )".encode())
 
 # a log record glued to the end of the previous one: a vLLM worker prefix or logger header, an SGLang
 # bracketed timestamp or a Go slog header, found mid-line right after the end of a message (a word,
@@ -61,6 +71,8 @@ def arrow_ansi(text: str) -> str:
 
 
 def quote_bars(text: str) -> str:
+    if text.startswith(">>> ") and "\n>>> " not in text:
+        text = text[4:]  # a multi-line quote: once, for everything after it (which may be quoted too)
     if "\u258e" not in text and "\n>" not in text and not text.lstrip().startswith(">"):
         return text  # no bar anywhere: skip the line scan
     needed = QUOTED_SHARE * sum(map(bool, map(str.strip, text.split("\n"))))  # of the non-empty lines
@@ -69,6 +81,30 @@ def quote_bars(text: str) -> str:
     # one match per quoted line at most (the pattern cannot cross a newline); counted in the UTF-8 bytes
     quoted = sum(1 for _m in _QUOTE.finditer(text.encode("utf-8", "surrogatepass")))
     return _QUOTE.sub("", text) if quoted >= needed else text
+
+
+def list_markers(text: str) -> str:
+    """Strip the markers off a paste bulleted or numbered line by line (every line of a run of non-blank lines
+    has one of one kind, two in the paste at least); dedent one item holding a run.  A ``- `` on some stays."""
+    if _ITEMS.search(text.encode("utf-8", "surrogatepass")) is None:
+        return text
+    runs = _BLANK_LINES.split(text)  # the runs at even places, the blank lines between at odd ones
+    total = Counter(listed := list(map(_list_kind, runs[::2])))
+    for r, (run, kind) in enumerate(zip(runs[::2], listed, strict=True)):
+        if (first := _ITEM.match(run)) is None:
+            continue  # a list's run starts with a marker
+        breaks, pad = run.count("\n"), "\n" + " " * first.end()
+        if kind and total[kind] + breaks > 1:
+            runs[2 * r] = _ITEM.sub("", run)
+        elif breaks and run.count(pad) == breaks:  # one item: its other lines indented to its text
+            runs[2 * r] = run[first.end() :].replace(pad, "\n")
+    return text if (out := "".join(runs)) == text else quote_bars(out)  # and a quote in the list: "- > "
+
+
+def _list_kind(run: str) -> str:
+    """The marker kind (the bullet, or "." / ")") on every line of a run, else "" (its 2nd line tried first)."""
+    kinds = [m[2] or m[1] for m in _ITEM.finditer(run)] if _ITEM.match(run, run.find("\n") + 1) else []
+    return kinds[0] if len(kinds) == run.count("\n") + 1 and len(set(kinds)) == 1 else ""
 
 
 def glued_records(text: str) -> str:
@@ -90,13 +126,9 @@ def cloudwatch_duplicates(text: str) -> str:
         return text  # no line starts with an ISO timestamp: skip the line scan
     lines = text.split("\n")  # two at least: a stamped line matched above ends in a newline
     # only a line that starts with four digits can carry the stamp: the others are not matched
-    stamped = itertools.compress(
-        itertools.count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines))
-    )
+    stamped = compress(count(), map(str.isdigit, map(operator.itemgetter(slice(4)), lines[:-1])))
     dropped = set()
     for i in stamped:
-        if i + 1 == len(lines):
-            break
         prev, line = lines[i], lines[i + 1]
         stamp = _CW_STAMP.match(prev)
         if stamp and stamp[2] == "P" and (piece := _CW_STAMP.match(line)) and piece[1] == stamp[1]:
@@ -108,4 +140,4 @@ def cloudwatch_duplicates(text: str) -> str:
 
 
 def unwrap(text: str) -> str:
-    return cloudwatch_duplicates(glued_records(quote_bars(arrow_ansi(text))))
+    return cloudwatch_duplicates(glued_records(list_markers(quote_bars(arrow_ansi(text)))))

@@ -3,7 +3,10 @@
 The frozen copy of that algorithm (tests/bot/frozen/, bot/ at 809767d) and the current code read every
 development-corpus and held-out paste, every signature example, the hostile inputs and the benchmark
 shapes; the normalised views (bytes and line mapping), the findings, the context, the GPU mentions and
-the command must be identical.
+the command must be identical, except the numbers listed in READS_BETTER: a context number whose line a
+hard wrap cut (``GPU 0 has a tota`` / ``l capacity of 15.77 GiB``), which the algorithm before read only
+from the plain line and now reads from the re-joined one as well; and the pastes in LISTED, whose every
+line carries a Markdown list marker: they read as the algorithm before read them without the markers.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pytest
 from bot import gpu_mentions, shell
 from bot.detector import Detection, default_detector
 from bot.normalize import normalize
+from bot.unwrap import list_markers
 from knowledge import load_builtin
 from tests.bot.frozen import detector_v0, gpu_mentions_v0, normalize_v0, shell_v0
 from tests.conftest import CORPUS
@@ -52,6 +56,11 @@ PASTES = {
 }
 
 
+# context numbers read now and not before, per paste: nothing else may differ
+READS_BETTER = {"example:317": {"gpu_total_gib": 15.77}}  # torch OOM wrapped inside "total capacity"
+LISTED = {"dev:sglang4330-l40s-084-vs-085"}  # "1. Run sglang with ..." / "2. Run sglang with ..."
+
+
 @cache
 def frozen_detector() -> detector_v0.Detector:
     return detector_v0.Detector(load_builtin())
@@ -74,17 +83,20 @@ def _situation(text: str, gm, sh) -> tuple:
     return [asdict(g) for g in gm.gpu_mentions(text)], asdict(command) if command else None
 
 
-def _same(text: str) -> None:
-    assert _views(normalize(text)) == _views(normalize_v0.normalize(text))
+def _same(text: str, gained: dict | None = None, listed: bool = False) -> None:
+    old_text = list_markers(text) if listed else text
+    assert listed == (old_text != text)  # a listed paste has markers to strip
+    assert _views(normalize(text)) == _views(normalize_v0.normalize(old_text))
     new: Detection = default_detector().detect(text)
-    assert _summary(new) == _summary(frozen_detector().detect(text))
+    before = _summary(frozen_detector().detect(old_text))
+    assert _summary(new) == before | {"context": before["context"] | (gained or {})}
     view = new.normalized.views[0].text  # what the situation reads
     assert _situation(view, gpu_mentions, shell) == _situation(view, gpu_mentions_v0, shell_v0)
 
 
 @pytest.mark.parametrize("name", sorted(PASTES))
 def test_paste_reads_as_before(name: str) -> None:
-    _same(PASTES[name])
+    _same(PASTES[name], READS_BETTER.get(name), name in LISTED)
 
 
 @pytest.mark.parametrize("name", sorted(shapes(SHAPE_BYTES)))

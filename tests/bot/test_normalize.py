@@ -8,6 +8,7 @@ from re import _parser as sre_parse  # the stdlib's own regex parser
 import pytest
 
 from bot import normalize as N
+from bot import unwrap
 
 # --- linear time, structurally: every quantifier in the Python-re patterns is possessive or tiny ----
 
@@ -45,6 +46,7 @@ PY_PATTERNS = [
     N._IDENT.pattern,
     N._NUMBERED.pattern,
     N._RECORD_START.pattern,
+    unwrap._ITEM.pattern,
 ]
 
 
