@@ -192,6 +192,16 @@ def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray, b
     return lines, prefixed, ended_blank
 
 
+def _cuts_kept(before: str, after: str, cuts: array | None) -> array | None:
+    """Redaction's prefix cuts for a text unwrap changed within lines only: changed lines measured again."""
+    if cuts is None or after is before or len(old := before.split("\n")) != len(new := after.split("\n")):
+        return cuts if after is before else None
+    kept = array("q", cuts)
+    for k in compress(count(), map(operator.ne, old, new)):
+        kept[k] = len(new[k]) - len(strip_prefixes(new[k], mark=""))
+    return kept
+
+
 def _strip_into(lines: list[str], ended_blank: bytearray, rows: list[str]) -> None:
     stripped = list(map(str.rstrip, rows))
     ended_blank += bytearray(map(operator.ne, map(len, rows), map(len, stripped)))
@@ -228,7 +238,7 @@ def normalize(data: bytes | str, prefix_cuts: array | None = None) -> Normalized
     the cleanup below leaves the text as it is."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
     raw_text = unwrap(text if prefix_cuts is not None else visible(text))
-    lines, prefixed, ended_blank = _clean_lines(raw_text, prefix_cuts if raw_text is text else None)
+    lines, prefixed, ended_blank = _clean_lines(raw_text, _cuts_kept(text, raw_text, prefix_cuts))
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text
     views = [View(range(len(lines)), _utf8(lines))]
