@@ -357,14 +357,9 @@ def _rank(findings: list[Finding], kb: KnowledgeBase) -> list[Finding]:
 _INT_FIELDS = set("tp pp gpu_count max_num_seqs max_num_batched_tokens n_parallel n_gpu_layers".split())
 _FLOAT_FIELDS = {"gpu_total_gib", "compute_capability"}
 _RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of the GPU: (0, 1]
-_TOKEN_FIELDS = {
-    "max_model_len",
-    "n_ctx",
-    "n_ctx_train",
-    "context_length",
-    "max_total_tokens",
-    "max_input_tokens",
-}
+_TOKEN_FIELDS = set(
+    "max_model_len n_ctx n_ctx_train context_length max_total_tokens max_input_tokens".split()
+)
 _BOOL_FIELDS = {"enforce_eager"}
 _NUMBERS = _INT_FIELDS | _FLOAT_FIELDS | _RATIO_FIELDS | _TOKEN_FIELDS
 
