@@ -8,10 +8,10 @@ from bot.reply import Reply, Section
 from bot.situation import Situation
 
 
-def steps_section(situation: Situation) -> list[Section]:
-    """The signature's own steps, filled with the paste's values, as a "What to do" section (if any)."""
+def steps_section(situation: Situation, heading: str = "What to do") -> list[Section]:
+    """The signature's own steps, filled with the paste's values, as one section (if any)."""
     steps = [t for a in situation.root.advice if (t := fill(a, {**situation.context, **situation.params}))]
-    return [Section("What to do", body="\n".join(f"- {s}" for s in steps))] if steps else []
+    return [Section(heading, body="\n".join(f"- {s}" for s in steps))] if steps else []
 
 
 def advice(situation: Situation) -> Reply:

@@ -169,16 +169,17 @@ def torch_oom(situation: Situation) -> Reply:
     elif key and mine:
         key += f" This process holds {fmt_mem(mine)}."
     used = total - free if key and mine and other is None and total and free is not None else 0.0
-    outside = used - (mine or 0.0) >= max(used / 2, 0.5)  # the message names no other process, yet...
+    rest = used - mine if used and mine else 0.0  # in use outside this process, the message names no other
+    outside = rest >= max(used / 2, 0.5)
     if outside:
-        key = f"{key} The other {fmt_mem(used - (mine or 0.0))} in use is held outside it: other processes, the driver, or the system where the GPU shares its RAM."
-    elif used and (mine or 0.0) >= 0.9 * used and not fits:  # nothing else to find: its own work is too big
+        key = f"{key} The other {fmt_mem(rest)} in use is held outside it: other processes, the driver, or the system where the GPU shares its RAM."
+    elif used and mine and mine >= 0.9 * used and not fits:  # nothing else to find: its own work is too big
         key = f"{key} That is almost all in use: its own work (model, cache, batch, sequence length) is too large for this GPU."
         remedies = [r for r in remedies if r != "check_other_processes"]
     engine = "vllm" if situation.engine == "vllm" else "pytorch"
     fixes = env_fixes(situation, remedies, engine) + advice_fixes(situation, remedies)
-    for fix in fixes if outside else []:  # what holds the rest comes before tuning this process
-        fix.rank = 0 if fix.verification.get("kind") == "diagnostic" else fix.rank
+    for fix in [f for f in fixes if outside and f.verification.get("kind") == "diagnostic"]:
+        fix.rank = 0  # what holds the rest comes before tuning this process
     return reply(situation, title, key, fixes)
 
 

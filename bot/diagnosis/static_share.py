@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 
-from bot.diagnosis.parts import fill, reply
-from bot.reply import Fix, Reply, Section
+from bot.diagnosis.advice import steps_section
+from bot.diagnosis.parts import reply
+from bot.reply import Fix, Reply
 from bot.situation import Situation
 
 STEP = 0.01  # the step the effect is counted in: one hundredth of the pre-load free memory
@@ -73,6 +74,4 @@ def static_share(situation: Situation) -> Reply:
     fixes: list[Fix] = []
     if floor is None or (floor < 1 and (fraction is None or floor > fraction)):
         fixes.append(_raise(floor, pre, after))
-    steps = [fill(s, {**situation.context, **situation.params}) for s in situation.root.advice]
-    extra = [Section("Or make the weights smaller per GPU", body="\n".join(f"- {s}" for s in steps if s))] if steps else []  # fmt: skip
-    return reply(situation, situation.root.title, key, fixes, extra=extra)
+    return reply(situation, situation.root.title, key, fixes, extra=steps_section(situation, "Or make the weights smaller per GPU"))  # fmt: skip
