@@ -301,10 +301,11 @@ class Detector:
         """A rule's matches: the plain view's, then (lazily) the last joined one's; a number's in every view,
         earliest in the paste first and at a tie the joined line (a wrap did not cut it: ``23.5`` / ``6 GiB``)."""
         views = range(len(norm.views)) if numeric else dict.fromkeys((0, len(norm.views) - 1))
-        keyed: list[tuple[tuple[int, ...], Any]] = []  # compiled below: only a pattern some view may hold
+        # lazily: the pattern is compiled only when some view may hold it
         found = ((vi, m) for vi in views if (hits[vi] is None or pid in hits[vi]) and (m := self.bank.compiled[pid].search(norm.views[vi].data)))  # fmt: skip
         if not numeric:
             return (m for _vi, m in found)
+        keyed: list[tuple[tuple[int, ...], Any]] = []
         for vi, m in found:  # by its physical line, its column, then its view (the plain one last)
             data, at = norm.views[vi].data, m.start()
             keyed.append(((norm.views[vi].first_physical[data.count(b"\n", 0, at)], at - data.rfind(b"\n", 0, at), vi or 9), m))  # fmt: skip
