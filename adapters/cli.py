@@ -82,8 +82,8 @@ def read_inputs(paths: Sequence[str], stdin: TextIO, limit: int | None = None) -
     return Paste(joined.decode("utf-8", errors="replace"), truncated, [])
 
 
-def triage_json(bot: GardenBot, text: str) -> dict:
-    detection = bot.detect(text)
+def triage_json(bot: GardenBot, paste: Paste) -> dict:
+    detection = bot.detector.detect(paste.text, paste.prefix_cuts)  # the redacted text read as it is
     if detection.root is None:
         reply = None
     else:
@@ -170,7 +170,7 @@ def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     if args.json:
         import json
 
-        result = triage_json(bot, paste.text)
+        result = triage_json(bot, paste)
         result["secrets"] = list(cleaned.kinds)
         result["notice"] = cleaned.warning() if cleaned.found else None
         json.dump(result, stdout, indent=2, default=str)

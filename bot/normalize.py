@@ -192,14 +192,10 @@ def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray, b
     return lines, prefixed, ended_blank
 
 
-def _cuts_kept(before: str, after: str, cuts: array | None) -> array | None:
-    """Redaction's prefix cuts for a text unwrap changed within lines only: changed lines measured again."""
-    if cuts is None or after is before or len(old := before.split("\n")) != len(new := after.split("\n")):
-        return cuts if after is before else None
-    kept = array("q", cuts)
-    for k in compress(count(), map(operator.ne, old, new)):
-        kept[k] = len(new[k]) - len(strip_prefixes(new[k], mark=""))
-    return kept
+def prefix_cuts(text: str) -> array:
+    """How many characters each line's log prefixes take (bot.redact.Redaction.prefix_cuts)."""
+    rows = map(len, strip_prefixes(text, mark="").split("\n"))
+    return array("q", map(operator.sub, map(len, text.split("\n")), rows))
 
 
 def _strip_into(lines: list[str], ended_blank: bytearray, rows: list[str]) -> None:
@@ -234,11 +230,11 @@ def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
 
 def normalize(data: bytes | str, prefix_cuts: array | None = None) -> Normalized:
     """``prefix_cuts``: how many characters each line's prefixes take in ``data``, as redaction measured
-    them (bot.redact.Redaction.prefix_cuts), which also made the text :func:`visible`; used only while
-    the cleanup below leaves the text as it is."""
+    them (bot.redact.Redaction.prefix_cuts) on the text it made :func:`visible` and unwrapped: that
+    text is read as it is (joining more of it could rebuild a secret the redactor never saw)."""
     text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
-    raw_text = unwrap(text if prefix_cuts is not None else visible(text))
-    lines, prefixed, ended_blank = _clean_lines(raw_text, _cuts_kept(text, raw_text, prefix_cuts))
+    raw_text = text if prefix_cuts is not None else unwrap(visible(text))
+    lines, prefixed, ended_blank = _clean_lines(raw_text, prefix_cuts)
     joins = _find_joins(lines, prefixed if prefixed.find(1) >= 0 else None, raw_text)
     del raw_text
     views = [View(range(len(lines)), _utf8(lines))]

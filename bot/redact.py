@@ -23,6 +23,7 @@ from bot import normalize as norm
 from bot.normalize import _RECORD_START, strip_prefixes, visible, wrapped_mid_record
 from bot.reply import Reply
 from bot.secret_rules import RuleSet, default_rules
+from bot.unwrap import unwrap
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,8 @@ class Redaction:
 
     text: str
     kinds: tuple[str, ...]  # kinds found, in order of first appearance
-    # each line's prefix length in ``text``, for the detector's normalisation (bot.normalize.normalize):
-    # a long paste with no secret is stripped once
+    # each line's prefix length in ``text``, for the detector's normalisation (bot.normalize.normalize),
+    # which then reads ``text`` as it is: stripped once, and never joined after the search
     prefix_cuts: array | None = None
 
     @property
@@ -99,11 +100,13 @@ class Redaction:
 
 
 def redact(text: str) -> Redaction:
-    """Secrets replaced by ``[kind removed]``.  The text is first cleaned the way the detector cleans it
-    (zero-width characters removed, fullwidth letters folded, colour codes stripped), so a secret
-    disguised by them is found here rather than reassembled later and echoed; a secret that a terminal
-    wrapped across lines, or a key block whose every line has a log prefix, is found too."""
-    text = visible(text)
+    """Secrets replaced by ``[kind removed]``.  The text is first read the way the detector reads a paste
+    (zero-width characters removed, fullwidth letters folded, colour codes stripped, then bot.unwrap:
+    ``←[0m`` codes, quote bars, lists, glued records, CRI pieces joined), and the detector reads the
+    result as it is (Redaction.prefix_cuts), so nothing it shows is joined after the search here; a
+    secret that a terminal wrapped across lines, or a key block whose every line has a log prefix, is
+    found too."""
+    text = unwrap(visible(text))
     kinds: list[str] = []
     multiline = "\n" in text
     if multiline and "PRIVATE KEY-----" in text:
@@ -112,8 +115,8 @@ def redact(text: str) -> Redaction:
     if multiline:
         text, cuts = _redact_wrapped(text, kinds)
     text = _redact_spans(text, kinds)
-    if kinds or len(text) < PREFIX_CUTS_MIN:  # a secret removed: the cuts measured another text
-        cuts = None
+    if kinds or cuts is None:  # a secret removed: the cuts measured another text
+        cuts = norm.prefix_cuts(text)
     return Redaction(text, tuple(kinds), cuts)
 
 
@@ -134,7 +137,6 @@ def _redact_spans(text: str, kinds: list[str]) -> str:
 
 
 WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)
-PREFIX_CUTS_MIN = 1 << 18  # characters: a shorter paste is stripped again in a few milliseconds
 WRAP_MIN_LENGTH = 40  # a line shorter than the narrowest terminal was not wrapped
 Run = tuple[int, int, bool]  # first and last line, and whether the first is only context
 Strip = Callable[[bytes], bytes]

@@ -520,17 +520,14 @@ def test_a_message_cut_at_a_blank_and_mid_word_reads_whole_in_one_view():
     assert views[2].endswith(b"allocated b y PyTorch")  # the view joined with a space, as before
 
 
-def test_redactions_prefix_cuts_survive_list_markers_stripped_within_lines():
+def test_redaction_unwraps_a_long_log_and_its_cuts_give_the_views_of_the_raw_paste():
     # a long log whose lines carry docker compose prefixes, with a numbered list inside (the realistic
-    # 10 MiB bench log holds dev paste sglang4330's "1. Run sglang ..." / "2. Run sglang ..."): the cuts
-    # redaction measured are kept for the lines unwrap left alone, and the result is the same as without
-    from bot.normalize import _cuts_kept, normalize
-    from bot.redact import PREFIX_CUTS_MIN, redact
-    from bot.unwrap import unwrap
+    # 10 MiB bench log holds dev paste sglang4330's "1. Run sglang ..." / "2. Run sglang ..."): redaction
+    # returns it unwrapped (the markers gone) with each line's cut, and the views are a fresh reading's
+    from bot.normalize import normalize
+    from bot.redact import redact
 
-    lines = [
-        f"vllm-1  | INFO 07-02 07:41:58 [core.py:{i}] step {i} done" for i in range(PREFIX_CUTS_MIN // 40)
-    ]
+    lines = [f"vllm-1  | INFO 07-02 07:41:58 [core.py:{i}] step {i} done" for i in range(6000)]
     lines[100:104] = [
         "",
         "1. Run sglang with --mem-fraction-static 0.84",
@@ -539,8 +536,7 @@ def test_redactions_prefix_cuts_survive_list_markers_stripped_within_lines():
     ]
     text = "\n".join(lines)
     red = redact(text)
-    assert red.prefix_cuts is not None and unwrap(red.text) != red.text
-    kept = _cuts_kept(red.text, unwrap(red.text), red.prefix_cuts)
-    assert kept is not None and list(kept) == list(red.prefix_cuts)  # the list lines had no prefix either
-    fast, slow = normalize(red.text, red.prefix_cuts), normalize(red.text)
+    assert red.text.split("\n")[101:103] == [line[3:] for line in lines[101:103]]
+    assert red.prefix_cuts is not None and list(red.prefix_cuts[99:105]) == [43, 0, 0, 0, 0, 44]
+    fast, slow = normalize(red.text, red.prefix_cuts), normalize(text)
     assert [v.data for v in fast.views] == [v.data for v in slow.views]

@@ -103,6 +103,22 @@ def _hidden_variants(secret: Secret) -> dict[str, str]:
 HIDEABLE = [s for s in SECRETS if s.kind in ("Hugging Face token", "GitHub token", "OpenAI-style API key")]
 
 
+def _rebuilt_variants(secret: Secret) -> dict[str, tuple[str, bool]]:
+    """The secret cut by what the reading of a paste removes or joins after the visible text (bot.unwrap),
+    and whether the redactor must then find it whole: it reads the paste the way the detector does, and the
+    detector reads the redacted text as it is (a lost colour code inside a removed one stays as pasted)."""
+    value, stamp = secret.value, "2025-05-02T10:11:12.34{}Z stdout {} "
+    return {
+        "console arrows": (f"{KV_PASTE} {value[:10]}\u2190[0m\u2190[1m{value[10:]}", True),
+        "CRI partial line": (
+            f"{stamp.format(5, 'P')}{KV_PASTE} {value[:10]}\n{stamp.format(6, 'F')}{value[10:]} "
+            + "and more " * 12,
+            True,
+        ),
+        "a code inside a lost one": (f"{KV_PASTE} {value[:10]}[\x1b[0m0m{value[10:]}", False),
+    }
+
+
 @pytest.mark.parametrize("secret", HIDEABLE, ids=[s.kind for s in HIDEABLE])
 async def test_secret_disguised_by_invisible_or_lookalike_characters_is_still_found(secret):
     """The detector reads the paste after removing zero-width characters, folding fullwidth letters and
@@ -286,3 +302,22 @@ def test_a_rule_ending_on_end_of_text_matches_at_a_line_end_on_a_long_paste():
     for filler in ("", "INFO starting engine\n" * 60_000):
         text = filler + f"bundle config gems.contribsys.com {url}\nERROR: CUDA out of memory\n"
         assert "cafebabe" not in redact(text).text
+
+
+@pytest.mark.parametrize("secret", HIDEABLE, ids=[s.kind for s in HIDEABLE])
+async def test_a_secret_the_reading_would_rebuild_is_never_shown(secret, tmp_path):
+    from adapters.cli import main
+
+    for how, (text, found) in _rebuilt_variants(secret).items():
+        cleaned = redact(text)
+        assert (secret.kind in cleaned.kinds) is found, how
+        out = await GardenService(limits=OPEN).handle(
+            IncomingMessage(platform="test", text=text, mentioned=True)
+        )
+        assert out.reply is not None and not leaked(everything_said(out), [secret]), how
+        log = tmp_path / "paste.log"
+        log.write_text(text)
+        for flags in ([], ["--json"]):
+            said = io.StringIO()
+            assert main(["triage", *flags, str(log)], stdout=said) == 0
+            assert not leaked(said.getvalue(), [secret]) and secret.value not in said.getvalue(), (how, flags)
