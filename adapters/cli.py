@@ -119,7 +119,7 @@ def triage_json(bot: GardenBot, paste: Paste) -> dict:
                 "fixes": fixes,
             }
         )
-    return {"findings": findings, "context": detection.context.fields}
+    return {"findings": findings, "context": detection.context.fields, "secrets": list(detection.secrets)}
 
 
 def paste_limit(settings) -> int:
@@ -163,7 +163,7 @@ def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         raise CliError("nothing to triage: the input is empty", EXIT_NO_INPUT)
     bot = build_bot(settings)
     from bot.formatter import to_markdown
-    from bot.redact import redact, with_notice
+    from bot.redact import Redaction, redact, with_notice
 
     cleaned = redact(paste.text)  # before anything reads it: fixes copy the user's command line
     paste = type(paste)(cleaned.text, paste.truncated, paste.skipped, cleaned.prefix_cuts)
@@ -171,8 +171,9 @@ def cmd_triage(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
         import json
 
         result = triage_json(bot, paste)
-        result["secrets"] = list(cleaned.kinds)
-        result["notice"] = cleaned.warning() if cleaned.found else None
+        kinds = tuple(dict.fromkeys([*cleaned.kinds, *result["secrets"]]))  # and what wrap joins rebuilt
+        result["secrets"] = list(kinds)
+        result["notice"] = Redaction("", kinds).warning() if kinds else None
         json.dump(result, stdout, indent=2, default=str)
         stdout.write("\n")
         return EXIT_OK

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from bot.detector import Detection, Detector, default_detector
 from bot.message import IncomingMessage
+from bot.redact import with_notice
 from bot.reply import Reply
 from bot.textdecode import decode_text, needs_sniffing
 
@@ -119,6 +120,7 @@ class GardenBot:
         reply = diagnose_safely(detection)
         if reply is None:
             reply = no_finding_reply(sorted({s.engine for s in self.detector.kb.signatures}))
+        with_notice(reply, detection.secrets)
         if paste.truncated:
             reply.notes.append(
                 f"The paste was larger than I read ({self.paste_limit // (1024 * 1024)} MiB); I read part of it "
@@ -127,9 +129,6 @@ class GardenBot:
         if paste.skipped:
             reply.notes.append("Skipped attachments that are not text: " + ", ".join(paste.skipped[:5]))
         return reply
-
-    def detect(self, text: str) -> Detection:
-        return self.detector.detect(text)
 
 
 def diagnose_safely(detection: Detection) -> Reply | None:

@@ -18,6 +18,7 @@ import re2
 from bot.literals import required_all
 from bot.normalize import Normalized, normalize
 from bot.numbers import parse_int, parse_number, parse_token_count
+from bot.redact import redact_joins
 from knowledge import KnowledgeBase, load_builtin
 from knowledge.loader import LoadedSignature
 
@@ -70,6 +71,7 @@ class Detection:
     context: Context
     normalized: Normalized
     raw: str | bytes = ""  # the paste as given: log prefixes (and the dates in them) are not normalised away
+    secrets: tuple[str, ...] = ()  # kinds of secret the wrap-joined views rebuilt (removed from them)
 
     @property
     def root(self) -> Finding | None:
@@ -246,7 +248,7 @@ class Detector:
         self.bank.freeze()
 
     def detect(self, text: str | bytes, prefix_cuts: array | None = None) -> Detection:
-        norm = normalize(text, prefix_cuts)
+        norm, secrets = redact_joins(normalize(text, prefix_cuts))
         hits = self.bank.scan(norm)
         findings: list[Finding] = []
         for loaded, patterns, requires, excludes in self._sigs:
@@ -260,7 +262,7 @@ class Detector:
             findings.append(_finding(loaded, view, match))
         ranked = _rank(findings, self.kb)
         root_engine = ranked[0].engine if ranked else None
-        return Detection(ranked, self._context(norm, hits, root_engine), norm, text)
+        return Detection(ranked, self._context(norm, hits, root_engine), norm, text, secrets)
 
     def _first_match(self, norm: Normalized, hits: list, pattern_ids: list[int]) -> tuple[Any, Any] | None:
         """The first pattern that matches anywhere; among the views, the match that fills the most

@@ -103,7 +103,7 @@ def redact(text: str) -> Redaction:
     """Secrets replaced by ``[kind removed]``.  The text is first read the way the detector reads a paste
     (zero-width characters removed, fullwidth letters folded, colour codes stripped, then bot.unwrap:
     ``←[0m`` codes, quote bars, lists, glued records, CRI pieces joined), and the detector reads the
-    result as it is (Redaction.prefix_cuts), so nothing it shows is joined after the search here; a
+    result as it is (Redaction.prefix_cuts; the lines it joins are searched again: redact_joins); a
     secret that a terminal wrapped across lines, or a key block whose every line has a log prefix, is
     found too."""
     text = unwrap(visible(text))
@@ -111,29 +111,31 @@ def redact(text: str) -> Redaction:
     multiline = "\n" in text
     if multiline and "PRIVATE KEY-----" in text:
         text = _redact_key_blocks(text, kinds)
-    cuts = None
-    if multiline:
-        text, cuts = _redact_wrapped(text, kinds)
-    text = _redact_spans(text, kinds)
+    text, cuts = _redact_wrapped(text, kinds) if multiline else (text, None)
+    data = text.encode("utf-8")  # the one-line pass
+    text = text if (out := _replaced(data, kinds)) is data else out.decode("utf-8", "replace")
     if kinds or cuts is None:  # a secret removed: the cuts measured another text
         cuts = norm.prefix_cuts(text)
     return Redaction(text, tuple(kinds), cuts)
 
 
-def _redact_spans(text: str, kinds: list[str]) -> str:
-    data = text.encode("utf-8")
-    spans = find_spans(data)
-    if not spans:
-        return text
-    out: list[bytes] = []
-    pos = 0
-    for span in spans:
+def _replaced(data: bytes, kinds: list[str]) -> bytes:
+    """``data`` with every secret replaced by ``[kind removed]`` (``data`` itself when it holds none)."""
+    out, pos = list[bytes](), 0
+    for span in find_spans(data):
         out += [data[pos : span.start], f"[{span.kind} removed]".encode()]
         pos = span.end
         if span.kind not in kinds:
             kinds.append(span.kind)
-    out.append(data[pos:])
-    return b"".join(out).decode("utf-8", "replace")
+    return b"".join([*out, data[pos:]]) if out else data
+
+
+def redact_joins(read: norm.Normalized) -> tuple[norm.Normalized, tuple[str, ...]]:
+    """The detector's wrap-joined views searched again: it joins lines the wrapped pass does not read
+    together (any two in a paste with a prefix), and a secret those joins rebuilt is removed there."""
+    kinds: list[str] = []
+    joined = [norm.View(v.first_physical, _replaced(v.data, kinds)) for v in read.views[1:]]
+    return (norm.Normalized((read.views[0], *joined)) if kinds else read), tuple(kinds)
 
 
 WRAP_WINDOW = 64  # lines of one wrapped run read together (a 2 KiB token at 32 columns)

@@ -40,7 +40,7 @@ def test_a_text_redaction_cleaned_is_handed_over_as_it_would_be_read():
 
 def test_the_bot_reads_the_cuts_a_paste_carries():
     cleaned = redact(LONG)
-    handed = GardenBot().detect(cleaned.text)
+    handed = GardenBot().detector.detect(cleaned.text)
     paste = Paste(cleaned.text, False, [], cleaned.prefix_cuts)
     assert GardenBot().detector.detect(paste.text, paste.prefix_cuts).findings == handed.findings
 
