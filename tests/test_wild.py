@@ -65,12 +65,8 @@ KNOWN_MISSES: dict[str, str] = {
     "mlxserve66-prompt-exceeds-max-context": "mlx-serve's 'Prompt exceeds maximum context length' has no signature",
     "lmstudio1343-mlock-warning-then-read-bad-address": "the root is the read error now, but the model-buffer report lines before it still count as memory",
     # wild_2026g.jsonl, as collected (before any fix)
-    "gpustack4761-sglang-npu-kv-buffer": "torch_npu's 'NPU out of memory. Tried to allocate' has no signature",
-    "vllmascend6611-npu-kv-tensor-alloc": "torch_npu's 'NPU out of memory. Tried to allocate' has no signature",
     "ascendsglang617-npu-workspace-allocator": "torch_npu's NPUWorkspaceAllocator out-of-memory line has no signature",
     "llmscaler348-level-zero-out-of-resources": "Level Zero's UR_RESULT_ERROR_OUT_OF_RESOURCES has no signature",
-    "ttmetal31076-llama-vision-dram-oom-prefill": "TT-Metal's 'Out of Memory: Not enough space to allocate ... DRAM buffer' has no signature",
-    "ttxla3184-qwen3vl-dram-buffer-oom": "TT-Metal's 'Out of Memory: Not enough space to allocate ... DRAM buffer' has no signature",
     "vllmbackport24-a800-c10-alloc-warning-oom": "the caching allocator's 'memory allocation failed with OOM' warning has no signature",
 }
 
