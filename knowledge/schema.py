@@ -190,6 +190,7 @@ Engine = Literal[
     "sycl",
     "vulkan",
     "vllm.rs",
+    "tt-metal",
     "localai",
     "aphrodite",
     "lmdeploy",

@@ -64,6 +64,10 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026f.jsonl, as collected (before any fix)
     "mlxserve66-prompt-exceeds-max-context": "mlx-serve's 'Prompt exceeds maximum context length' has no signature",
     "lmstudio1343-mlock-warning-then-read-bad-address": "the root is the read error now, but the model-buffer report lines before it still count as memory",
+    # wild_2026g.jsonl, as collected (before any fix)
+    "ascendsglang617-npu-workspace-allocator": "torch_npu's NPUWorkspaceAllocator out-of-memory line has no signature",
+    "llmscaler348-level-zero-out-of-resources": "Level Zero's UR_RESULT_ERROR_OUT_OF_RESOURCES has no signature",
+    "vllmbackport24-a800-c10-alloc-warning-oom": "the caching allocator's 'memory allocation failed with OOM' warning has no signature",
 }
 
 

@@ -25,6 +25,7 @@ NEW_FILES = {
     "koboldcpp.yaml",
     "vllm_rs.yaml",
     "localai.yaml",
+    "tt_metal.yaml",
 }
 NON_MEMORY = {
     "looks_like_memory",

@@ -66,6 +66,13 @@ NO_FIX_YET: set[str] = {
     # LMDeploy TurboMind's CUDA check prints the error and the source line, no size; the reply lists
     # --cache-max-entry-count, --session-len / --max-batch-size and a smaller model (signature advice)
     "lmdeploy.gpu_oom.turbomind_cuda_runtime",
+    # torch_npu's OOM (Ascend) names one allocation on the NPU, not the engine's share nor which engine
+    # holds it, and the CUDA levers would print nvidia-smi / PYTORCH_CUDA_ALLOC_CONF; the reply lists the
+    # NPU's steps (npu-smi, PYTORCH_NPU_ALLOC_CONF, the engine's share) as signature advice
+    "pytorch.npu_oom.v0",
+    # TT-Metal's DRAM bank OOM prints bytes per bank, not the model's sequence length, batch or mesh, so no
+    # setting can be sized from it; the reply lists more chips, less resident state and fragmentation (advice)
+    "ttmetal.dram_oom",
 }
 
 
