@@ -68,7 +68,6 @@ KNOWN_MISSES: dict[str, str] = {
     "ollama18531-vulkan-irisxe-pinned-kv-cache": "Ollama's startup-OOM signature outranks the KV-cache one (its text names the KV cache)",
     "negative-iklcpp1344-pinned-no-cuda-device": "the root is the missing GPU now, but the KV/compute buffer report lines still count as memory",
     "llmmllab56-logmonitor-json-exceeds-context": "a log monitor's reworded 'exceeds context size' is not llama-server's wording",
-    "llamacpp18642-vulkan-queue-submit-oom-blank-lines": "vk::Queue::submit: ErrorOutOfDeviceMemory has one real thread only (no second example for a signature)",
     "negative-llamacpp24168-sycl-could-not-create-memory-object": "a compute-buffer report line counts as memory on a oneDNN failure",
     "llamacpp26208-journald-meta-kv-buffer-rocm714": "a KV buffer line on the meta device Meta() is not read (its name is not sourced from llama.cpp yet)",
 }
