@@ -174,9 +174,9 @@ def test_the_metal_buffer_cause_without_the_requested_size_keeps_its_subject() -
 
 def test_the_vulkan_cause_names_the_per_buffer_limit_it_means() -> None:
     assert reply_lines("llamacpp15256-vulkan-device-alloc")[2] == (
-        "The Vulkan driver refused a 118,497,280-byte allocation: the GPU is out of device memory, or the "
-        "single buffer is larger than the driver allows for one buffer (maxBufferSize / "
-        "maxMemoryAllocationSize, 2 or 4 GiB on some drivers)."
+        "The Vulkan driver refused a 118,497,280-byte allocation. Vulkan reports ErrorOutOfDeviceMemory when "
+        "the GPU is out of device memory, or when one buffer is larger than the driver allows for a single "
+        "buffer (maxBufferSize / maxMemoryAllocationSize, 2 or 4 GiB on some drivers)."
     )
 
 
