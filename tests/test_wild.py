@@ -45,6 +45,7 @@ WILD_FAMILY_CATEGORY = {
     "rocm_hsa_oom": "gpu_oom",
     "llamacpp_host_memory": "host_memory",
     "sglang_prefill_oom": "kv_cache_too_small",
+    "llamacpp_kv_quant_needs_fa": "kv_quant_needs_flash_attn",
 }
 
 KNOWN_MISSES: dict[str, str] = {
@@ -74,6 +75,9 @@ KNOWN_MISSES: dict[str, str] = {
     "llmmllab56-logmonitor-json-exceeds-context": "a log monitor's reworded 'exceeds context size' is not llama-server's wording",
     "negative-llamacpp24168-sycl-could-not-create-memory-object": "a compute-buffer report line counts as memory on a oneDNN failure",
     "llamacpp26208-journald-meta-kv-buffer-rocm714": "a KV buffer line on the meta device Meta() is not read (its name is not sourced from llama.cpp yet)",
+    # wild_2026j.jsonl, as collected (before any fix)
+    "rapidmlx400-vllm-mlx-safe-prompt-limit": "vllm-mlx's 'Total prompt tokens (N) exceeds safe limit (M)' has no signature",
+    "jan8181-title-ggml-backend-cuda-oom": "a bare 'CUDA error: out of memory' after a llama.cpp log prefix, with no 'current device' line, is not read",
 }
 
 
