@@ -363,7 +363,7 @@ _RATIO_FIELDS = {"gpu_memory_utilization", "mem_fraction_static"}  # a share of 
 _TOKEN_FIELDS = set(
     "max_model_len n_ctx n_ctx_train context_length max_total_tokens max_input_tokens".split()
 )
-_BOOL_FIELDS = {"enforce_eager"}
+_BOOL_FIELDS = {"enforce_eager", "flash_attn_unavailable"}
 _NUMBERS = _INT_FIELDS | _FLOAT_FIELDS | _RATIO_FIELDS | _TOKEN_FIELDS
 
 

@@ -200,6 +200,7 @@ Engine = Literal[
 ]
 CONTEXT_FIELDS = (
     "model",
+    "flash_attn_unavailable",
     "gpu",
     "gpu_count",
     "gpu_total_gib",
