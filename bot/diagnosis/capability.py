@@ -161,12 +161,8 @@ def flash_attn_needed(situation: Situation) -> Reply:
         off = {"llama.cpp": ("V", user_command(situation, "llama.cpp", {"-ctv": "f16"})), "ollama": ("KV", "OLLAMA_KV_CACHE_TYPE=f16 ollama serve")}  # fmt: skip
         fixes = [Fix(situation.engine, f"keep the {off[situation.engine][0]} cache f16", off[situation.engine][1], "the context is created without flash attention",
                      "an f16 cache takes more memory than a quantized one", 1, {"kind": "setting"})] if situation.engine in off else []  # fmt: skip
-        return reply(
-            situation,
-            title,
-            key[:-4] + ", which llama.cpp turns off for this model: keep the V cache f16.",
-            fixes,
-        )
+        key = key[:-4] + ", which llama.cpp turns off for this model: keep the V cache f16."
+        return reply(situation, title, key, fixes)
     if situation.engine == "llama.cpp":
         takes_value = supports(situation.version, "llamacpp.fa_value", situation.fork)
         fixes.append(Fix("llama.cpp", "turn flash attention on", user_command(situation, "llama.cpp", {"-fa": "on" if takes_value is not False else ""}),
