@@ -18,14 +18,15 @@ Pure functions over text; RE2 only (linear time on any paste).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import re2
 
-from calculator.catalog import ModelSpec, Variant, quant_formats
-from calculator.from_config import ConfigError, spec_from_gguf_meta
-from calculator.spec_decode import SpecDecode
 from calculator.units import GIB
+
+if TYPE_CHECKING:  # the catalog and config readers are imported when a log prints a model's geometry
+    from calculator.catalog import ModelSpec, Variant
+    from calculator.spec_decode import SpecDecode
 
 _TAG = re2.compile(r"(?:print_info|llm_load_print_meta):\s+([A-Za-z_][A-Za-z0-9_. ]*?)\s*=\s*(.*?)\s*$")
 # the 2023 ggml/ggjt loader (llama.cpp before GGUF, Aug 2023): "llama_model_load_internal: n_embd = 4096";
@@ -336,6 +337,8 @@ def _read_llamacpp(text: str) -> LogModel | None:
 
 def _variant(name: str, file_type: str | None, size: int | None) -> Variant | None:
     """The weights as the log prints them: its file size, else the quant's catalogued bits per weight."""
+    from calculator.catalog import Variant, quant_formats
+
     if size:
         source = "the pasted load log (file size as printed, to 0.01 GiB)"
         return Variant(
@@ -350,6 +353,8 @@ def _variant(name: str, file_type: str | None, size: int | None) -> Variant | No
 
 
 def _spec(meta: dict[str, Any], name: str, lines: list[str], notes: list[str]) -> ModelSpec | None:
+    from calculator.from_config import ConfigError, spec_from_gguf_meta
+
     arch = meta["general.architecture"]
     window = meta.get(f"{arch}.attention.sliding_window")
     if window == 0:
@@ -501,6 +506,8 @@ def speculative_cut(text: str) -> bool:
 
 
 def _spec_decode(body: str) -> SpecDecode | None:
+    from calculator.spec_decode import SpecDecode
+
     pairs = {m.group(1): m.group(2).strip("'\"") for m in _SPEC_PAIR.finditer(body)}
     raw = next((pairs[k] for k in _SPEC_TOKENS if k in pairs), None)
     if raw is None or not raw.isdigit() or not 0 < int(raw) <= 64:

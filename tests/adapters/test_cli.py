@@ -361,3 +361,5 @@ def test_a_parser_built_for_one_command_parses_it_as_the_whole_parser(argv):
     from adapters.cli import build_parser
 
     assert vars(build_parser(argv).parse_args(argv)) == vars(build_parser().parse_args(argv))
+    # an error in the command's arguments prints the top-level usage: every command still listed
+    assert build_parser(argv).format_usage() == build_parser().format_usage()
