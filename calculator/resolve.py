@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from calculator import catalog
 from calculator import model_names as names_module
-from calculator.catalog import GPU, ModelSpec, Variant, catalog_files, gpus, models, quant_formats
+from calculator.catalog import GPU, ModelSpec, Variant, catalog_digests, gpus, models, quant_formats
 from calculator.lazy_re import LazyPattern
 from calculator.model_names import ParsedName, key_numbers, model_key, parse_name, spellings
 from knowledge.cache import cached, code_digest, content_key
@@ -43,7 +43,7 @@ def _catalog_index(build: Callable[[], _Index]) -> Callable[[], _Index]:
     @cache
     @wraps(build)
     def index() -> _Index:
-        files = catalog_files("gpus.yaml", "models", "quants.yaml")
+        files = catalog_digests("gpus.yaml", "models", "quants.yaml")
         return cached(content_key(f"index-{build.__name__.strip('_')}", files, _INDEX_CODE), build, dict)
 
     return index
