@@ -573,14 +573,22 @@ def _command_named(words: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with ``argv``, only the command it names gets its arguments (building all of them is
-    a good part of a cold start), which parses ``argv`` exactly as the whole parser does."""
+    a good part of a cold start), which parses ``argv`` exactly as the whole parser does.  When that
+    command is the first word (no top-level ``-h`` before it: nothing prints the list of commands), the
+    other commands get no parser at all; the usage line still names them all."""
     parser = argparse.ArgumentParser(
         prog="gpu-garden",
         description="Reads pasted vLLM / llama.cpp / Ollama / SGLang errors and answers with the memory math and fixes.",
     )
-    sub = parser.add_subparsers(dest="command")
     wanted = _command_named(argv) if argv is not None else None
+    alone = wanted is not None and argv is not None and argv[0] == wanted
+    # the prog argparse would work out by formatting the usage (which imports shutil for the terminal's
+    # width); alone, the list of commands the usage line shows (argparse lists the parsers it has)
+    listed = "{" + ",".join(SUBCOMMANDS) + "}" if alone else None
+    sub = parser.add_subparsers(dest="command", prog="gpu-garden", metavar=listed)
     for name, (text, add_flags) in SUBCOMMANDS.items():
+        if alone and name != wanted:
+            continue
         command = sub.add_parser(name, help=text)
         if wanted is None or wanted == name:
             add_flags(command)

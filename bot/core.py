@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.detector import Detection, Detector, default_detector
-from bot.message import IncomingMessage
 from bot.redact import with_notice
 from bot.reply import Reply
 from bot.textdecode import decode_text, needs_sniffing
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # messages come from the platforms (the terminal's triage never builds one)
+    from bot.message import IncomingMessage
     from bot.vram import ModelLookup
 
 

@@ -15,7 +15,6 @@ from bot.detector import Detection, Finding
 from bot.gpu_mentions import gpu_backend, gpu_mentions
 from bot.safe_text import safe_fields
 from bot.shell import Command, find_command
-from calculator.catalog import GPU
 from calculator.commands import SETTING_FLAGS, spellings
 from calculator.from_log import speculative_config, speculative_cut
 from calculator.plan import Sourced
@@ -34,6 +33,7 @@ from knowledge.log_lines import release_range
 from knowledge.schema import SETTING_CONTEXT_FIELDS as CONTEXT_FIELDS
 
 if TYPE_CHECKING:
+    from calculator.catalog import GPU
     from knowledge.levers import Backend
 
 

@@ -1,25 +1,29 @@
 """One budget per engine from what a run showed: the numbers its log printed (by the names the knowledge
 base captures them under), the GPU and model from the catalogs, the settings in force (a Plan); each
 engine's estimate fills the rest with its sourced constants.  The bot reads a paste into ``Seen``; this
-module is the only place a budget is built from it."""
+module is the only place a budget is built from it.
+
+Each engine's estimator is imported when its budget is built: a diagnosis that never builds one (a
+PyTorch OOM) does not load the four of them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calculator.catalog import GGUF_DEFAULT, GPU, ModelSpec, Variant, gguf_weight_bytes, variant_weight_bytes
-from calculator.llamacpp import LlamaCppEstimate, LlamaCppObserved
-from calculator.ollama import OllamaEstimate
 from calculator.plan import Plan, Sourced
-from calculator.sglang import SglangEstimate
 from calculator.spec_decode import SpecDecode
 from calculator.units import GIB
-from calculator.versions import CURRENT_VLLM, parse_version
-from calculator.vllm import VllmEstimate, VllmObserved, loaded_weight_bytes
 
-Estimate = VllmEstimate | LlamaCppEstimate | OllamaEstimate | SglangEstimate
+if TYPE_CHECKING:
+    from calculator.llamacpp import LlamaCppEstimate
+    from calculator.ollama import OllamaEstimate
+    from calculator.sglang import SglangEstimate
+    from calculator.vllm import VllmEstimate
+
+    Estimate = VllmEstimate | LlamaCppEstimate | OllamaEstimate | SglangEstimate
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,9 @@ class Budget:
 
 
 def _vllm(seen: Seen, plan0: Plan) -> VllmEstimate:
+    from calculator.versions import CURRENT_VLLM, parse_version
+    from calculator.vllm import VllmEstimate, VllmObserved, loaded_weight_bytes
+
     p, want = seen.params, plan0.max_len
     bpt = None
     if p.get("kv_needed_gib") and want:
@@ -96,6 +103,8 @@ def build(engine: str, seen: Seen, plan0: Plan) -> Budget | None:
     if engine == "vllm":
         return Budget(engine, _vllm(seen, plan0), plan0)
     if engine == "llama.cpp":
+        from calculator.llamacpp import LlamaCppEstimate, LlamaCppObserved
+
         obs = LlamaCppObserved(
             device_gib=seen.device_gib,
             devices=seen.devices,
@@ -105,9 +114,13 @@ def build(engine: str, seen: Seen, plan0: Plan) -> Budget | None:
         )
         return Budget(engine, LlamaCppEstimate(plan0, obs, seen.model, gguf_weights(seen)), plan0)
     if engine == "ollama":
+        from calculator.ollama import OllamaEstimate
+
         est = OllamaEstimate(plan0, seen.device_gib, seen.model, gguf_weights(seen), seen.devices)
         return Budget(engine, est, est.plan0)
     if engine == "sglang":
+        from calculator.sglang import SglangEstimate
+
         weights = variant_weight_bytes(seen.model, seen.variant) if seen.model else None
         return Budget(engine, SglangEstimate(plan0, seen.device_gib, seen.model, weights), plan0)
     return None

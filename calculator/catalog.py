@@ -370,16 +370,21 @@ def _read_group(name: str) -> tuple[tuple[str, bytes], ...]:
 _CODE = code_digest(Path(__file__).resolve())
 
 
-def catalog_files(*names: str) -> list[tuple[str, bytes]]:
-    """(name, bytes) of catalog data files, for keying what is derived from them."""
-    return _files(*names)
+@cache
+def _group_digest(name: str) -> bytes:
+    """A digest of one file or folder (each file's name and bytes), computed once a process: a catalog
+    and the name indexes built from it all key on the same files (the models folder four times)."""
+    return content_key("files", _read_group(name)).encode()
 
 
-def _validated(
-    kind: str, files: list[tuple[str, bytes]], build: Callable[[list[tuple[str, bytes]]], T], expect: type
-) -> T:
-    key = content_key(kind, files, _CODE)
-    return cached(key, lambda: build(files), expect)
+def catalog_digests(*names: str) -> list[tuple[str, bytes]]:
+    """(name, digest) of catalog files or folders: what keys a cache entry derived from them."""
+    return [(name, _group_digest(name)) for name in names]
+
+
+def _validated(kind: str, name: str, build: Callable[[list[tuple[str, bytes]]], T], expect: type) -> T:
+    key = content_key(kind, catalog_digests(name), _CODE)
+    return cached(key, lambda: build(_files(name)), expect)
 
 
 def _build_gpus(files: list[tuple[str, bytes]]) -> tuple[GPU, ...]:
@@ -404,13 +409,13 @@ def _build_quants(files: list[tuple[str, bytes]]) -> _QuantFile:
 
 @cache
 def gpus() -> tuple[GPU, ...]:
-    return _validated("catalog-gpus", _files("gpus.yaml"), _build_gpus, tuple)
+    return _validated("catalog-gpus", "gpus.yaml", _build_gpus, tuple)
 
 
 @cache
 def models() -> tuple[ModelSpec, ...]:
     """Every model of every file in ``data/models/`` (one file per family)."""
-    return _validated("catalog-models", _files("models"), _build_models, tuple)
+    return _validated("catalog-models", "models", _build_models, tuple)
 
 
 def _build_drafters(files: list[tuple[str, bytes]]) -> tuple[Drafter, ...]:
@@ -419,12 +424,12 @@ def _build_drafters(files: list[tuple[str, bytes]]) -> tuple[Drafter, ...]:
 
 @cache
 def drafters() -> tuple[Drafter, ...]:
-    return _validated("catalog-drafters", _files("drafters.yaml"), _build_drafters, tuple)
+    return _validated("catalog-drafters", "drafters.yaml", _build_drafters, tuple)
 
 
 @cache
 def quant_formats() -> _QuantFile:
-    return _validated("catalog-quants", _files("quants.yaml"), _build_quants, _QuantFile)
+    return _validated("catalog-quants", "quants.yaml", _build_quants, _QuantFile)
 
 
 def variant_weight_bytes(model: ModelSpec, variant: Variant | None) -> int:

@@ -1,7 +1,9 @@
 """The ``/vram`` computation: does this model fit on these GPUs, with what context, and which flags.
 
 ``estimate(VramRequest) -> VramResult``: plain dataclasses (the request's bounds are checked by
-:mod:`calculator.checks`), so the CLI's ``--json`` and the bot's replies share one shape.
+:mod:`calculator.checks`), so the CLI's ``--json`` and the bot's replies share one shape.  The
+llama.cpp, Ollama and SGLang budgets are imported when a request asks for that engine (or the llama.cpp
+partial offload), so a vLLM ``/vram`` does not load them.
 """
 
 from __future__ import annotations
@@ -29,10 +31,7 @@ from calculator.fit import (
     vllm_kv_remedies,
 )
 from calculator.kv import LLAMACPP_KV_BYTES, VLLM_KV_BYTES
-from calculator.llamacpp import LlamaCppConfig, llamacpp_budget
-from calculator.ollama import OllamaConfig, default_num_ctx, ollama_budget
 from calculator.resolve import resolve_gpu, resolve_model
-from calculator.sglang import mem_fraction_for_tokens, sglang_budget
 from calculator.units import GIB, fmt_tokens, round_down_clean
 from calculator.versions import CURRENT_VLLM, parse_version
 from calculator.vllm import VllmConfig, derived_max_model_len, loaded_weight_bytes, vllm_budget
@@ -183,6 +182,8 @@ def _partial_offload(
     model: ModelSpec, variant: Variant | None, gpu: GPU, req: VramRequest, current: VramResult
 ) -> Remedy | None:
     """llama.cpp / Ollama can keep some layers in system RAM: the most layers that fit on the GPU."""
+    from calculator.llamacpp import LlamaCppConfig, llamacpp_budget
+
     weight_bytes, _label = gguf_weight_bytes(model, variant)
     ctx = current.max_model_len or 4096
     total = (req.gpu_memory_gib or gpu.total_gib) * req.gpus
@@ -417,6 +418,8 @@ def _vllm(req: VramRequest, model, variant, gpu: GPU, total: float, notes: list[
 
 
 def _sglang(req: VramRequest, model, variant, gpu: GPU, total: float, notes: list[str]) -> VramResult:
+    from calculator.sglang import mem_fraction_for_tokens, sglang_budget
+
     tp = req.tp or req.gpus
     weight_bytes = variant_weight_bytes(model, variant)
     b = sglang_budget(
@@ -467,6 +470,9 @@ def _sglang(req: VramRequest, model, variant, gpu: GPU, total: float, notes: lis
 
 
 def _gguf(req: VramRequest, model, variant, gpu: GPU, total_per_gpu: float, notes: list[str]) -> VramResult:
+    from calculator.llamacpp import LlamaCppConfig, llamacpp_budget
+    from calculator.ollama import OllamaConfig, default_num_ctx, ollama_budget
+
     weight_bytes, quant_label = gguf_weight_bytes(model, variant)
     total = total_per_gpu * req.gpus  # llama.cpp splits layers across GPUs
     if req.gpus > 1:

@@ -18,42 +18,42 @@ Pure functions over text; RE2 only (linear time on any paste).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import re2
-
-from calculator.catalog import ModelSpec, Variant, quant_formats
-from calculator.from_config import ConfigError, spec_from_gguf_meta
-from calculator.spec_decode import SpecDecode
+from calculator.lazy_re import LazyPattern
 from calculator.units import GIB
 
-_TAG = re2.compile(r"(?:print_info|llm_load_print_meta):\s+([A-Za-z_][A-Za-z0-9_. ]*?)\s*=\s*(.*?)\s*$")
+if TYPE_CHECKING:  # the catalog and config readers are imported when a log prints a model's geometry
+    from calculator.catalog import ModelSpec, Variant
+    from calculator.spec_decode import SpecDecode
+
+_TAG = LazyPattern(r"(?:print_info|llm_load_print_meta):\s+([A-Za-z_][A-Za-z0-9_. ]*?)\s*=\s*(.*?)\s*$")
 # the 2023 ggml/ggjt loader (llama.cpp before GGUF, Aug 2023): "llama_model_load_internal: n_embd = 4096";
 # that loader read LLaMA-architecture files only (llama.cpp llama.cpp, master-2023-06 .. b1050)
-_OLD_TAG = re2.compile(
+_OLD_TAG = LazyPattern(
     r"llama_model_load_internal:\s+(n_(?:vocab|embd|head|head_kv|layer|ff))\s*=\s*(\d+)\s*$"
 )
-_KV = re2.compile(r"llama_model_loader: - kv\s+\d+:\s+(\S+)\s+(\S+)\s+=\s?(.*?)\s*$")
-_LOADED = re2.compile(r"llama_model_loader: loaded meta data with")
-_SWA_LAYER = re2.compile(r"load_tensors: layer\s+(\d+) assigned to device [^,]+, is_swa = ([01])")
-_SIZE = re2.compile(r"^([0-9.]+) (GiB|MiB) \(([0-9.]+) BPW\)")
-_PARAMS = re2.compile(r"^([0-9.]+) ([KMBT])$")
+_KV = LazyPattern(r"llama_model_loader: - kv\s+\d+:\s+(\S+)\s+(\S+)\s+=\s?(.*?)\s*$")
+_LOADED = LazyPattern(r"llama_model_loader: loaded meta data with")
+_SWA_LAYER = LazyPattern(r"load_tensors: layer\s+(\d+) assigned to device [^,]+, is_swa = ([01])")
+_SIZE = LazyPattern(r"^([0-9.]+) (GiB|MiB) \(([0-9.]+) BPW\)")
+_PARAMS = LazyPattern(r"^([0-9.]+) ([KMBT])$")
 # the KV cache as llama.cpp logs it: "kv_size = N, ... type_k = 'q8_0', type_v = 'q8_0', n_layer = L"
 # (llama_kv_cache_init, <= early 2025), "KV self size = X MiB, K (t): ..." (same era) and
 # "llama_kv_cache[_unified]: size = X MiB ( N cells, L layers, ...), K (t): ..., V (t): ..." (since)
-_KV_INIT = re2.compile(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
-_KV_SELF = re2.compile(r"KV self size\s*=\s*([0-9.]+) MiB, K \((\w+)\):\s*[0-9.]+ MiB, V \((\w+)\)")
-_KV_SIZE = re2.compile(
+_KV_INIT = LazyPattern(r"kv_size = (\d+), offload = \d+, type_k = '(\w+)', type_v = '(\w+)', n_layer = (\d+)")
+_KV_SELF = LazyPattern(r"KV self size\s*=\s*([0-9.]+) MiB, K \((\w+)\):\s*[0-9.]+ MiB, V \((\w+)\)")
+_KV_SIZE = LazyPattern(
     r"llama_kv_cache(?:_unified)?: size =\s*([0-9.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers.*K \((\w+)\).*V \((\w+)\)"
 )
-_OLLAMA = re2.compile(r'msg="" architecture=(\S+) file_type=(\S+) name="([^"]*)"')
-_VLLM_CONFIG = re2.compile(r"with config: (.*)$")
-_VLLM_VERSION = re2.compile(r"LLM engine \(v([0-9][0-9A-Za-z.+]*)\)")
-_VLLM_PAIR = re2.compile(r"(?:^|, )([a-z_]+)=('[^']*'|[^,]*)")
-_VLLM_ARGS = re2.compile(r"non-default args: \{(.*)\}")
-_ARG_PAIR = re2.compile(r"'([a-z_]+)': ('[^']*'|[^,]*)")
-_NEW_RECORD = re2.compile(r"^\s*(?:\(|\[|INFO|WARNING|ERROR|DEBUG|Traceback|[0-9]{4}-[0-9]{2}-[0-9]{2})")
-_HF_CACHE = re2.compile(r"models--([A-Za-z0-9][\w.-]*)--([\w.-]+)")
+_OLLAMA = LazyPattern(r'msg="" architecture=(\S+) file_type=(\S+) name="([^"]*)"')
+_VLLM_CONFIG = LazyPattern(r"with config: (.*)$")
+_VLLM_VERSION = LazyPattern(r"LLM engine \(v([0-9][0-9A-Za-z.+]*)\)")
+_VLLM_PAIR = LazyPattern(r"(?:^|, )([a-z_]+)=('[^']*'|[^,]*)")
+_VLLM_ARGS = LazyPattern(r"non-default args: \{(.*)\}")
+_ARG_PAIR = LazyPattern(r"'([a-z_]+)': ('[^']*'|[^,]*)")
+_NEW_RECORD = LazyPattern(r"^\s*(?:\(|\[|INFO|WARNING|ERROR|DEBUG|Traceback|[0-9]{4}-[0-9]{2}-[0-9]{2})")
+_HF_CACHE = LazyPattern(r"models--([A-Za-z0-9][\w.-]*)--([\w.-]+)")
 
 # print_info name -> GGUF key under the architecture (llama-model.cpp print_info)
 _PRINT_KEYS = {
@@ -336,6 +336,8 @@ def _read_llamacpp(text: str) -> LogModel | None:
 
 def _variant(name: str, file_type: str | None, size: int | None) -> Variant | None:
     """The weights as the log prints them: its file size, else the quant's catalogued bits per weight."""
+    from calculator.catalog import Variant, quant_formats
+
     if size:
         source = "the pasted load log (file size as printed, to 0.01 GiB)"
         return Variant(
@@ -350,6 +352,8 @@ def _variant(name: str, file_type: str | None, size: int | None) -> Variant | No
 
 
 def _spec(meta: dict[str, Any], name: str, lines: list[str], notes: list[str]) -> ModelSpec | None:
+    from calculator.from_config import ConfigError, spec_from_gguf_meta
+
     arch = meta["general.architecture"]
     window = meta.get(f"{arch}.attention.sliding_window")
     if window == 0:
@@ -463,9 +467,9 @@ def _read_vllm(text: str) -> LogModel | None:
 # 'num_speculative_tokens': 3}), the engine config dump (speculative_config=SpeculativeConfig(
 # method='dflash', model='...', num_spec_tokens=5), vllm config/speculative.py __repr__) and the command
 # line (--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}')
-_SPEC_DICT = re2.compile(r"""['"]?speculative[_-]config['"]?\s*[:=]?\s*'?(\{[^{}]*\})""")
-_SPEC_REPR = re2.compile(r"speculative_config=SpeculativeConfig\(([^()]*)\)")
-_SPEC_PAIR = re2.compile(r"""['"]?([a-z_]+)['"]?\s*[:=]\s*('[^']*'|"[^"]*"|[^,}\s)]+)""")
+_SPEC_DICT = LazyPattern(r"""['"]?speculative[_-]config['"]?\s*[:=]?\s*'?(\{[^{}]*\})""")
+_SPEC_REPR = LazyPattern(r"speculative_config=SpeculativeConfig\(([^()]*)\)")
+_SPEC_PAIR = LazyPattern(r"""['"]?([a-z_]+)['"]?\s*[:=]\s*('[^']*'|"[^"]*"|[^,}\s)]+)""")
 _SPEC_TOKENS = ("num_speculative_tokens", "num_spec_tokens")
 
 
@@ -483,7 +487,7 @@ def speculative_config(text: str) -> SpecDecode | None:
     return None
 
 
-_SPEC_OPEN = re2.compile(r"""speculative_config['"]?:\s*\{[^}]*$|SpeculativeConfig\([^)]*$""")
+_SPEC_OPEN = LazyPattern(r"""speculative_config['"]?:\s*\{[^}]*$|SpeculativeConfig\([^)]*$""")
 
 
 def speculative_cut(text: str) -> bool:
@@ -501,6 +505,8 @@ def speculative_cut(text: str) -> bool:
 
 
 def _spec_decode(body: str) -> SpecDecode | None:
+    from calculator.spec_decode import SpecDecode
+
     pairs = {m.group(1): m.group(2).strip("'\"") for m in _SPEC_PAIR.finditer(body)}
     raw = next((pairs[k] for k in _SPEC_TOKENS if k in pairs), None)
     if raw is None or not raw.isdigit() or not 0 < int(raw) <= 64:

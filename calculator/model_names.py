@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-import re2
-
 from calculator.catalog import quant_formats
+from calculator.lazy_re import LazyPattern
 
 # Organisations that republish other vendors' checkpoints (quantized or reformatted).
 THIRD_PARTY_ORGS = frozenset(
@@ -76,16 +75,16 @@ _QUANT_SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 
 # gguf-split shards (``-00001-of-00003``), also with LM Studio's ``-split`` word before the numbers
-_SHARD = re2.compile(r"(?i)(?:[-_.]split)?[-_.]?0*\d+-of-0*\d+$")
+_SHARD = LazyPattern(r"(?i)(?:[-_.]split)?[-_.]?0*\d+-of-0*\d+$")
 
 
 # Spellings of one name that file and repo names use: ``qwen1_5-1_8b`` is Qwen1.5-1.8B (an underscore
 # where a dot cannot go in a file name), ``Qwen2___5-VL-72B`` is Qwen2.5-VL-72B (ModelScope's download
 # directories write a dot as three underscores), ``Meta-Llama-3.3-70B`` is Llama-3.3-70B (Meta's name before
 # the 3.1 release dropped it). Tried only after the name as typed matched nothing.
-_MODELSCOPE_DOT = re2.compile(r"([0-9])___([0-9])")
-_DIGIT_UNDERSCORE = re2.compile(r"([0-9])_([0-9])")
-_META_PREFIX = re2.compile(r"(?i)^meta[-_ ](llama)")
+_MODELSCOPE_DOT = LazyPattern(r"([0-9])___([0-9])")
+_DIGIT_UNDERSCORE = LazyPattern(r"([0-9])_([0-9])")
+_META_PREFIX = LazyPattern(r"(?i)^meta[-_ ](llama)")
 _SPELLINGS = ((_MODELSCOPE_DOT, r"\1.\2"), (_DIGIT_UNDERSCORE, r"\1.\2"), (_META_PREFIX, r"\1"))
 
 
@@ -143,11 +142,11 @@ def _strip_gguf_type(stem: str) -> tuple[str, str | None]:
 
 # A llama.cpp-style type name the table does not hold, at the end of a .gguf file name: Unsloth's per-tensor
 # mixes ("Qwen3.5-35B-A3B-UD-Q6_K_XL.gguf"). Read so the model is still named; no size is known for it.
-_OTHER_GGUF_TYPE = re2.compile(r"(?i)^(.+?)[-._](?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
+_OTHER_GGUF_TYPE = LazyPattern(r"(?i)^(.+?)[-._](?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
 # llama.cpp's -hf cache names a download "{org}_{repo}_{file}":
 # ~/.cache/llama.cpp/unsloth_Qwen3-Coder-Next-GGUF_Qwen3-Coder-Next-UD-Q4_K_XL.gguf
-_HF_CACHE_PREFIX = re2.compile(r"(?i)^.*-gguf_")
-_WHOLE_OTHER_GGUF_TYPE = re2.compile(r"(?i)^(?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
+_HF_CACHE_PREFIX = LazyPattern(r"(?i)^.*-gguf_")
+_WHOLE_OTHER_GGUF_TYPE = LazyPattern(r"(?i)^(?:ud[-._])?(i?q[0-9](?:_[a-z0-9]+)+)$")
 
 
 def _strip_other_gguf_type(stem: str) -> tuple[str, str | None]:
@@ -230,7 +229,7 @@ def model_key(name: str) -> str:
     return "".join(out)
 
 
-_NUMBER = re2.compile(r"[0-9]+(?:\.[0-9]+)?(?:x[0-9]+)?[bmke]?")
+_NUMBER = LazyPattern(r"[0-9]+(?:\.[0-9]+)?(?:x[0-9]+)?[bmke]?")
 
 
 def key_numbers(key: str) -> list[str]:

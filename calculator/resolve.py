@@ -15,11 +15,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
 
-import re2
-
 from calculator import catalog
 from calculator import model_names as names_module
-from calculator.catalog import GPU, ModelSpec, Variant, catalog_files, gpus, models, quant_formats
+from calculator.catalog import GPU, ModelSpec, Variant, catalog_digests, gpus, models, quant_formats
+from calculator.lazy_re import LazyPattern
 from calculator.model_names import ParsedName, key_numbers, model_key, parse_name, spellings
 from knowledge.cache import cached, code_digest, content_key
 
@@ -44,7 +43,7 @@ def _catalog_index(build: Callable[[], _Index]) -> Callable[[], _Index]:
     @cache
     @wraps(build)
     def index() -> _Index:
-        files = catalog_files("gpus.yaml", "models", "quants.yaml")
+        files = catalog_digests("gpus.yaml", "models", "quants.yaml")
         return cached(content_key(f"index-{build.__name__.strip('_')}", files, _INDEX_CODE), build, dict)
 
     return index
@@ -122,19 +121,19 @@ class ModelMatch:
 
 # Words that name a vendor, a brand line or a machine, not a card: "NVIDIA GeForce RTX 4090",
 # "AMD Radeon RX 7900 XTX", "MacBook Pro M4 Max" all meet the catalog at the card's own name.
-_GPU_MACHINE = re2.compile(r"\b(?:macbook (?:pro|air)|mac (?:studio|mini|pro)|imac)\b")
-_GPU_NOISE = re2.compile(
+_GPU_MACHINE = LazyPattern(r"\b(?:macbook (?:pro|air)|mac (?:studio|mini|pro)|imac)\b")
+_GPU_NOISE = LazyPattern(
     r"\b(?:nvidia|geforce|tesla|amd|radeon|instinct|intel|apple|graphics|gpu|card|vram|memory|founders edition)\b"
 )
 # core counts people add to Apple chips ("M2 Max 38-core GPU"): the memory size is what matters
-_GPU_CORES = re2.compile(r"\b\d+[- ]?core(?: gpu| cpu)?\b")
+_GPU_CORES = LazyPattern(r"\b\d+[- ]?core(?: gpu| cpu)?\b")
 # trademark marks in driver-reported names: "Intel(R) Arc(TM) B580 Graphics" (SYCL / xpu-smi)
-_GPU_MARKS = re2.compile(r"\((?:r|tm)\)")
-_GPU_BRAND_GLUED = re2.compile(r"\b(?:rtx|gtx|rx)(\d)")
-_GPU_BRAND = re2.compile(r"\b(?:rtx|gtx|rx|arc)\b")
+_GPU_MARKS = LazyPattern(r"\((?:r|tm)\)")
+_GPU_BRAND_GLUED = LazyPattern(r"\b(?:rtx|gtx|rx)(\d)")
+_GPU_BRAND = LazyPattern(r"\b(?:rtx|gtx|rx|arc)\b")
 # a memory size typed after the name: "24GB", "24 GB", "40g", "141 GiB"; the number must start a word,
 # so "a10g" (a card) is not "10 GB"
-_GPU_SIZE = re2.compile(r"(^|[^a-z0-9.])(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
+_GPU_SIZE = LazyPattern(r"(^|[^a-z0-9.])(\d+(?:\.\d+)?)\s*(?:gib|gb|g)\b")
 # form factors of one product: the same chip and memory in another package ("h100" = PCIe or SXM).
 # "Workstation Edition" / "Server Edition" close the names nvidia-smi prints for RTX PRO Blackwell cards
 # ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition"); Max-Q is not one: a laptop Max-Q card differs.
@@ -259,7 +258,7 @@ def _gpu_suggestions(query: str, base: str) -> NameNotFound:
 # nvidia-smi cuts a long name to its column and ends it with "...": "NVIDIA RTX PRO 6000 Blac..."
 _TRUNCATION_MARKS = ("...", "\u2026")
 # a second name in brackets: "DGX Spark (GB10)"
-_GPU_ASIDE = re2.compile(r"\(([^()]*)\)")
+_GPU_ASIDE = LazyPattern(r"\(([^()]*)\)")
 
 
 def _gpu_by_prefix(base: str) -> list[GPU]:
@@ -274,7 +273,7 @@ def _gpu_by_prefix(base: str) -> list[GPU]:
 
 # memory a bracket reports ("(Used: 1.57 GB, Total: 8.59 GB, ...)" from LM Studio, "(32108 MiB, 28410 MiB free)"
 # from llama.cpp's device list); GB there is decimal, as LM Studio prints 8 GiB as "8.59 GB"
-_ASIDE_SIZE = re2.compile(r"(?i)(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb)\b")
+_ASIDE_SIZE = LazyPattern(r"(?i)(\d+(?:\.\d+)?)\s*(gib|gb|mib|mb)\b")
 _ASIDE_UNITS = {"gib": 2**30, "gb": 10**9, "mib": 2**20, "mb": 10**6}
 
 
@@ -342,8 +341,8 @@ def resolve_gpu(query: str) -> GPU:
 # "qat" (quantization-aware trained, Google's Gemma releases) keeps the shapes too: the file type sets the size.
 _SAME_WEIGHTS_WORDS = frozenset({"instruct", "chat", "it", "hf", "base", "qat"})
 _RELEASE_WORDS = frozenset({"thinking", "reasoning", "latest"})
-_WORD = re2.compile(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*[A-Za-z]*")
-_DATE = re2.compile(r"^(?:2[3-9]|0[1-9]|1[0-2])[0-9]{2}$")
+_WORD = LazyPattern(r"[A-Za-z]+|[0-9]+(?:\.[0-9]+)*[A-Za-z]*")
+_DATE = LazyPattern(r"^(?:2[3-9]|0[1-9]|1[0-2])[0-9]{2}$")
 
 # Weight bits of third-party builds where the catalog has no real size: bits on the linear layers,
 # embeddings and head kept 16-bit (conventions in data/models/qwen.yaml). AWQ / GPTQ g128: int4 weight +
@@ -523,7 +522,7 @@ def _base_match(parsed: ParsedName, query: str) -> ModelMatch:
 
 # What follows the total size in a mixture-of-experts name: the active parameters ("26B-A4B", "35B-A3B"),
 # optionally a tune word ("-it", "-Instruct").
-_ACTIVE_SIZE = re2.compile(r"^a[0-9]+(?:\.[0-9]+)?b(?:it|instruct|chat)?$")
+_ACTIVE_SIZE = LazyPattern(r"^a[0-9]+(?:\.[0-9]+)?b(?:it|instruct|chat)?$")
 
 
 def _moe_by_total_size(parsed: ParsedName, index: dict[str, tuple[str, str | None]]) -> str | None:
@@ -628,7 +627,7 @@ def _quant_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
 # An Ollama tag's size label ("8b", "1.5b", "1t") rounds the model's parameter count, loosely for small models
 # (falcon3:1b is 1.67B with its embeddings, gemma2:2b 2.61B). A label more than 2x from the matched model names
 # another model of the family ("deepseek-r1:8b" is not the 671B R1), so the resolver asks instead.
-_TAG_SIZE = re2.compile(r"^([0-9]+(?:\.[0-9]+)?)([mbt])$")
+_TAG_SIZE = LazyPattern(r"^([0-9]+(?:\.[0-9]+)?)([mbt])$")
 _TAG_UNITS = {"m": 1e-3, "b": 1.0, "t": 1e3}
 
 
@@ -717,7 +716,7 @@ def _gguf_variant(match: ModelMatch, parsed: ParsedName) -> ModelMatch:
 
 
 # a Hugging Face repo id as typed ("lukealonso/GLM-5.1-NVFP4"), not a local path ("/models/GLM-5.1-NVFP4")
-_REPO_ID = re2.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_REPO_ID = LazyPattern(r"^([A-Za-z0-9][A-Za-z0-9._-]*)/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _other_repo(query: str, variant: Variant | None) -> str:

@@ -15,7 +15,6 @@ by others, because unpickling runs code.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import pickle
@@ -25,6 +24,11 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
+
+try:  # CPython's BLAKE2, which hashlib.blake2b is: importing hashlib itself loads OpenSSL (4-10 ms a start)
+    from _blake2 import blake2b as _hash
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b as _hash
 
 T = TypeVar("T")
 
@@ -54,7 +58,7 @@ def cache_dir() -> Path | None:
 def code_digest(*paths: Path) -> bytes:
     """The validating code as this process imported it: call at import time, so a process that loaded
     an older schema never files its objects under the key of a newer one on disk."""
-    h = hashlib.sha256()
+    h = _hash()
     for path in paths:
         h.update(path.read_bytes())
     return h.digest()
@@ -64,7 +68,7 @@ def code_digest(*paths: Path) -> bytes:
 def validator_digest() -> bytes:
     """The shared validation code (knowledge/validate.py) and the installed pydantic's ``version.py``
     (its version and the pydantic-core it requires), found without importing pydantic."""
-    h = hashlib.sha256(code_digest(Path(__file__).with_name("validate.py")))
+    h = _hash(code_digest(Path(__file__).with_name("validate.py")))
     spec = importlib.util.find_spec("pydantic")
     if spec is not None and spec.origin:
         try:
@@ -77,7 +81,7 @@ def validator_digest() -> bytes:
 def content_key(kind: str, sources: Iterable[tuple[str, bytes]], code: bytes = b"") -> str:
     """A digest of the sources (name and bytes), the validating code, the interpreter and
     :func:`validator_digest`."""
-    h = hashlib.sha256(f"{kind}\0{sys.version}\0".encode())
+    h = _hash(f"{kind}\0{sys.version}\0".encode())
     h.update(validator_digest())
     h.update(code)
     for name, data in sources:

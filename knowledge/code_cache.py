@@ -6,7 +6,9 @@ Building a dataclass in Python 3.11 and 3.12 writes the source of its ``__init__
 ``gpu-garden`` command.  :func:`install` gives the ``dataclasses`` module an ``exec`` that looks the
 source text up in a table of code objects compiled before and compiles only what is new; the table is
 stored with :mod:`marshal` (the format of ``.pyc`` files) beside the validated-data cache
-(:mod:`knowledge.cache`) and written back at exit when something was added.  Each entry carries the day
+(:mod:`knowledge.cache`) and written back at exit when something was added; each code object is stored
+as its own marshalled bytes and read back only when a class asks for it (a start reads the whole table
+but builds the code of the classes it makes, not of every class any command made).  Each entry carries the day
 it was last used by a process that wrote the table; one unused for ``KEEP_DAYS`` is dropped then, so the
 methods of classes since edited do not pile up (and slow every start's read).
 
@@ -31,7 +33,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-FILE = f"dataclass-code.{sys.implementation.cache_tag}.marshal"
+FILE = f"dataclass-code-v2.{sys.implementation.cache_tag}.marshal"  # v2: each code object marshalled alone
 MAX_ENTRIES = 4096  # a table grown past this by edited classes is written back with this process's only
 KEEP_DAYS = 30
 
@@ -41,6 +43,7 @@ class _Table:
 
     def __init__(self) -> None:
         self.codes: dict[str, CodeType] | None = None
+        self.stored: dict[str, bytes] = {}  # the table as read: each code object, still marshalled
         self.days: dict[str, int] = {}  # the day each stored entry was last used
         self.used: set[str] = set()
         self.compiled = 0
@@ -67,9 +70,13 @@ def code_for(text: str) -> CodeType:
     """The code object ``exec(text)`` would compile, from the table when it holds it."""
     codes = _load()
     code = codes.get(text)
-    if code is None:
+    if code is None and text in _table.stored:
+        with contextlib.suppress(Exception):  # a broken entry: compiled again below
+            code = codes[text] = marshal.loads(_table.stored[text])
+    if not isinstance(code, CodeType):
         code = compile(text, "<string>", "exec", dont_inherit=True)
         codes[text] = code
+        _table.stored.pop(text, None)  # a broken entry is written back from the code compiled here
         if _table.compiled == 0 and _table.folder is not None:
             import atexit
 
@@ -99,8 +106,8 @@ def _load() -> dict[str, CodeType]:
         for text, entry in stored.items() if isinstance(stored, dict) else ():
             if isinstance(text, str) and isinstance(entry, tuple) and len(entry) == 2:
                 code, day = entry
-                if isinstance(code, CodeType) and isinstance(day, int):
-                    _table.codes[text], _table.days[text] = code, day
+                if isinstance(code, bytes) and isinstance(day, int):
+                    _table.stored[text], _table.days[text] = code, day
     return _table.codes
 
 
@@ -109,10 +116,17 @@ def _save() -> None:
     if folder is None or codes is None:
         return
     today = int(time.time() // 86400)
-    kept = {text for text in codes if text in _table.used or today - _table.days.get(text, 0) <= KEEP_DAYS}
+    texts = _table.stored.keys() | codes.keys()
+    kept = {text for text in texts if text in _table.used or today - _table.days.get(text, 0) <= KEEP_DAYS}
     if len(kept) > MAX_ENTRIES:
         kept = _table.used
-    table = {text: (codes[text], today if text in _table.used else _table.days[text]) for text in kept}
+    table = {
+        text: (
+            _table.stored.get(text) or marshal.dumps(codes[text]),
+            today if text in _table.used else _table.days[text],
+        )
+        for text in kept
+    }
     from knowledge.cache import trusted_folder
 
     tmp = folder / f".{FILE}.{os.getpid()}"

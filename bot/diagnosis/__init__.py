@@ -7,20 +7,11 @@ signature's own ``form``) → a neutral Reply whose fixes were each recomputed o
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
 
 from bot.detector import Detection, Finding
-from bot.diagnosis.advice import advice
-from bot.diagnosis.capability import capability_below
-from bot.diagnosis.capacity import capacity_short
-from bot.diagnosis.constraint import constraint_violated
-from bot.diagnosis.over import budget_over
-from bot.diagnosis.report import report
-from bot.diagnosis.static_share import static_share
-from bot.diagnosis.wrapper import wrapper
 from bot.reply import Reply
-from bot.situation import Situation, read
-
-Form = Callable[[Situation], Reply]
+from bot.situation import read
 
 # the categories each form answers (any other category: advice)
 CATEGORIES_OF_FORM: dict[str, tuple[str, ...]] = {
@@ -34,15 +25,16 @@ CATEGORIES_OF_FORM: dict[str, tuple[str, ...]] = {
     "wrapper": ("runner_crashed",),
 }  # fmt: skip
 FORM_OF_CATEGORY = {category: form for form, names in CATEGORIES_OF_FORM.items() for category in names}
-FORMS: dict[str, Form] = {
-    "capacity_short": capacity_short,
-    "budget_over": budget_over,
-    "capability_below": capability_below,
-    "constraint_violated": constraint_violated,
-    "report": report,
-    "advice": advice,
-    "static_share": static_share,
-}
+# each form is the function of its name in bot/diagnosis/<module>.py (four modules are named for their
+# subject), imported when a finding first needs it: a PyTorch OOM never loads capacity.py's KV search
+MODULE_OF_FORM = {"capacity_short": "capacity", "budget_over": "over", "capability_below": "capability", "constraint_violated": "constraint"}  # fmt: skip
+FORMS: dict[str, Callable[..., Reply]] = {}
+
+
+def _function(name: str) -> Callable[..., Reply]:
+    if name not in FORMS:
+        FORMS[name] = getattr(import_module(f"bot.diagnosis.{MODULE_OF_FORM.get(name, name)}"), name)
+    return FORMS[name]
 
 
 def _inner(text: str, depth: int) -> Reply | None:
@@ -64,7 +56,8 @@ def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
         return None
     situation = read(detection, root)
     name = _form(root)
-    result = wrapper(situation, _inner, depth) if name == "wrapper" else FORMS[name](situation)
+    form = _function(name)
+    result = form(situation, _inner, depth) if name == "wrapper" else form(situation)
     result.signature = root.signature
     result.category = root.category
     result.engine = situation.engine

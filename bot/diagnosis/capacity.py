@@ -25,7 +25,6 @@ from bot.formatter import ENGINE_LABEL
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.units import fmt_tokens, round_up_clean
-from calculator.vllm import derived_max_model_len
 from knowledge.features import supports
 from knowledge.levers import lever, lever_for
 
@@ -97,6 +96,8 @@ def _key_point(
         return None
     text = f"What is left for the KV cache holds {fmt_tokens(fit)} tokens; one request of {fmt_tokens(want)} does not fit."
     if not serves:
+        from calculator.vllm import derived_max_model_len
+
         text += f" No setting on this hardware holds {fmt_tokens(want)} tokens"
         model = situation.model.model if situation.model else None
         limit = derived_max_model_len(model) if model is not None else None

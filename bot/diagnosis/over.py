@@ -24,7 +24,6 @@ from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.plan import Outcome
 from calculator.units import fmt_mem, fmt_tokens
-from calculator.vllm import VllmEstimate
 from knowledge.levers import lever
 
 FRAGMENTED = 0.5  # reserved-but-unallocated at least half of what was asked: the allocator, not the model
@@ -267,6 +266,8 @@ def _room_for_allocation(situation: Situation) -> list[Fix]:
 
 def _engine_oom(situation: Situation) -> Reply:
     """vLLM / SGLang OOM after the KV cache was sized (CUDA-graph capture, runtime): leave more room."""
+    from calculator.vllm import VllmEstimate
+
     engine = _name(situation.engine)
     tried = _gib(situation, "tried_mib", "tried_gib")
     free = _gib(situation, "free_mib", "free_gib")

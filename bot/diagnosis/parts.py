@@ -15,7 +15,6 @@ from bot.diagnosis.commands import as_addition, user_command
 from bot.diagnosis.fixes import Goal, available, candidates, to_fixes
 from bot.reply import Fact, Fix, MemoryPicture, MemorySegment, Reply, Section
 from bot.situation import Situation
-from calculator.catalog import GPU
 from calculator.plan import Outcome
 from calculator.units import fmt_tokens
 from knowledge.features import quant_min_capability, supports
@@ -27,6 +26,7 @@ _UNKNOWN = "\ufffc"
 _MISSING = re2.compile(_UNKNOWN)
 
 if TYPE_CHECKING:
+    from calculator.catalog import GPU
     from calculator.estimate import EngineName
 
 

@@ -314,6 +314,41 @@ def test_triage_without_a_finding_never_loads_the_diagnosis_or_the_calculator(tm
     assert not loaded & {"bot.diagnosis", "bot.vram", "calculator.estimate", "calculator.catalog"}
 
 
+# what a diagnosis imports only when a finding needs it: the other forms, each engine's estimator and its
+# sourced constants, the /vram computation with its GPU search, and the platforms' message model
+OTHER_FORMS = {f"bot.diagnosis.{name}" for name in ("advice", "capability", "constraint", "report", "static_share", "wrapper")}  # fmt: skip
+ENGINES = {"calculator.llamacpp", "calculator.ollama", "calculator.sglang"}
+VLLM = {"calculator.vllm", "calculator.vllm_mm", "calculator.constants", "calculator.versions"}
+VRAM = {"calculator.estimate", "calculator.matchmaker", "calculator.fit", "bot.vram", "bot.message"}
+ONE_LINE_KV = (
+    "ValueError: The model's max seq len (16000) is larger than the maximum number of tokens that can be "
+    "stored in KV cache (96). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+    "initializing the engine.\n"
+)
+
+
+def test_a_one_line_pytorch_oom_loads_its_own_diagnosis_and_no_budget(tmp_path):
+    log = tmp_path / "one.log"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    loaded = _modules_after(["triage", str(log)])
+    assert {"bot.diagnosis.over", "bot.situation"} <= loaded  # diagnosed: budget_over, its torch_oom
+    assert not loaded & (OTHER_FORMS | ENGINES | VLLM | VRAM)
+
+
+def test_a_one_line_vllm_kv_error_loads_vllms_budget_and_no_other_engines(tmp_path):
+    log = tmp_path / "kv.log"
+    log.write_text(ONE_LINE_KV)
+    loaded = _modules_after(["triage", str(log)])
+    assert {"bot.diagnosis.capacity", "calculator.vllm"} <= loaded  # capacity_short on vLLM's budget
+    assert not loaded & (OTHER_FORMS | ENGINES | VRAM | {"bot.diagnosis.over"})
+
+
+def test_a_vllm_vram_loads_no_other_engines_budget():
+    loaded = _modules_after(["vram", "--gpu", "4090", "--model", "qwen2.5-coder-32b-awq"])
+    assert {"calculator.estimate", "calculator.vllm"} <= loaded
+    assert not loaded & ENGINES
+
+
 def test_terminal_paste_whose_first_line_is_a_path_is_triaged():
     import io
 
@@ -361,3 +396,5 @@ def test_a_parser_built_for_one_command_parses_it_as_the_whole_parser(argv):
     from adapters.cli import build_parser
 
     assert vars(build_parser(argv).parse_args(argv)) == vars(build_parser().parse_args(argv))
+    # an error in the command's arguments prints the top-level usage: every command still listed
+    assert build_parser(argv).format_usage() == build_parser().format_usage()

@@ -50,11 +50,33 @@ def test_model_entry_is_sane(model):
 def test_catalog_read_back_from_the_cache_equals_a_fresh_parse(tmp_path, monkeypatch):
     from calculator import catalog as C
 
-    files = C._files("models")
     monkeypatch.setenv("GPU_GARDEN_CACHE_DIR", "off")
-    fresh = C._validated("catalog-models", files, C._build_models, tuple)
+    fresh = C._validated("catalog-models", "models", C._build_models, tuple)
     monkeypatch.setenv("GPU_GARDEN_CACHE_DIR", str(tmp_path))
-    built = C._validated("catalog-models", files, C._build_models, tuple)
-    read_back = C._validated("catalog-models", files, C._build_models, tuple)
+    built = C._validated("catalog-models", "models", C._build_models, tuple)
+    read_back = C._validated("catalog-models", "models", C._build_models, tuple)
     assert fresh == built == read_back
     assert [p.name.split(".")[0] for p in tmp_path.iterdir()] == ["catalog-models"]
+
+
+def test_a_catalog_key_changes_with_any_of_its_files(tmp_path, monkeypatch):
+    """Entries are keyed by one digest per file or folder (each file's name and bytes, computed once a
+    process): an edited, added or renamed model file gives another key."""
+    from calculator import catalog as C
+
+    folder = tmp_path / "data"
+    (folder / "models").mkdir(parents=True)
+    (folder / "models" / "a.yaml").write_bytes(b"models: []\n")
+    monkeypatch.setattr(C, "DATA_DIR", folder)
+    digests = []
+    for change in (None, b"models: [] # edited\n", "b.yaml"):
+        if isinstance(change, bytes):
+            (folder / "models" / "a.yaml").write_bytes(change)
+        elif change:
+            (folder / "models" / "a.yaml").rename(folder / "models" / change)
+        C._read_group.cache_clear()
+        C._group_digest.cache_clear()
+        digests.append(C.catalog_digests("models"))
+    C._read_group.cache_clear()
+    C._group_digest.cache_clear()
+    assert len({d[0][1] for d in digests}) == 3 and all(d[0][0] == "models" for d in digests)

@@ -196,3 +196,14 @@ def test_a_new_pydantic_version_file_changes_every_key(monkeypatch, tmp_path):
     assert keys[0] != keys[1]
     assert C.content_key("t", [("a.yaml", b"x")]) == keys[0]
     C.validator_digest.cache_clear()
+
+
+def test_keying_loads_no_openssl():
+    """Keys are BLAKE2 from CPython's own module (what hashlib.blake2b is): importing hashlib would load
+    OpenSSL's library at every start."""
+    import subprocess
+    import sys
+
+    code = "import sys, knowledge.cache as c; c.content_key('t', [('a', b'x')]); print('_hashlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["False"]

@@ -104,12 +104,25 @@ def test_an_entry_no_process_used_for_weeks_is_dropped_when_the_table_is_written
     folder.mkdir(mode=0o700)
     today = int(time.time() // 86400)
     stale, recent = "x = 1", "x = 2"  # texts no dataclass generates: never used by the probe
-    table = {
-        stale: (compile(stale, "<string>", "exec"), today - code_cache.KEEP_DAYS - 1),
-        recent: (compile(recent, "<string>", "exec"), today - 1),
+    table = {  # each code object marshalled on its own, as the table stores it
+        stale: (marshal.dumps(compile(stale, "<string>", "exec")), today - code_cache.KEEP_DAYS - 1),
+        recent: (marshal.dumps(compile(recent, "<string>", "exec")), today - 1),
     }
     (folder / code_cache.FILE).write_bytes(marshal.dumps(table))
     assert _compiled(str(folder)) > 20  # the probe's classes are new: the table is written back
     kept = marshal.loads((folder / code_cache.FILE).read_bytes())
     assert stale not in kept and kept[recent][1] == today - 1
     assert all(day == today for text, (_code, day) in kept.items() if text != recent)
+
+
+def test_a_broken_entry_is_compiled_again_and_replaced(tmp_path):
+    import marshal
+
+    folder = tmp_path / "cache"
+    _compiled(str(folder))
+    table = marshal.loads((folder / code_cache.FILE).read_bytes())
+    first = next(iter(table))
+    table[first] = (b"\xe3not a code object", table[first][1])
+    (folder / code_cache.FILE).write_bytes(marshal.dumps(table))
+    assert _compiled(str(folder)) == 1  # that one method only: the others are read from the table
+    assert _compiled(str(folder)) == 0
