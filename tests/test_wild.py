@@ -74,6 +74,12 @@ KNOWN_MISSES: dict[str, str] = {
     "llmmllab56-logmonitor-json-exceeds-context": "a log monitor's reworded 'exceeds context size' is not llama-server's wording",
     "negative-llamacpp24168-sycl-could-not-create-memory-object": "a compute-buffer report line counts as memory on a oneDNN failure",
     "llamacpp26208-journald-meta-kv-buffer-rocm714": "a KV buffer line on the meta device Meta() is not read (its name is not sourced from llama.cpp yet)",
+    # wild_2026i.jsonl, as collected (before any fix)
+    "vllm51071-pcp-cudacachingallocator-oom-warnings": "the caching allocator's 'memory allocation failed with OOM' warning has no signature",
+    "llmdfma746-wake-up-cuda-error-oom-in-controller-log": "wake_up's 'CUDA Error: out of memory at <path>' inside a controller's JSON log is not read",
+    "torchmemorysaver99-sglang-resume-kv-cache-cumemcreate": "torch_memory_saver's out-of-memory lines have no signature",
+    "sglang14092-verl-resume-memory-occupation-ray": "torch_memory_saver's 'CUresult error: 2 (out of memory)' has no signature",
+    "skyrl624-jax-cumemallocasync-resource-exhausted": "XLA's cuMemAllocAsync RESOURCE_EXHAUSTED out-of-memory line has no signature",
 }
 
 
