@@ -67,7 +67,6 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026g.jsonl, as collected (before any fix)
     "ascendsglang617-npu-workspace-allocator": "torch_npu's NPUWorkspaceAllocator out-of-memory line has no signature",
     "llmscaler348-level-zero-out-of-resources": "Level Zero's UR_RESULT_ERROR_OUT_OF_RESOURCES has no signature",
-    "vllmbackport24-a800-c10-alloc-warning-oom": "the caching allocator's 'memory allocation failed with OOM' warning has no signature",
     # wild_2026h.jsonl, as collected (before any fix)
     "ollama18531-vulkan-irisxe-pinned-kv-cache": "Ollama's startup-OOM signature outranks the KV-cache one (its text names the KV cache)",
     "negative-iklcpp1344-pinned-no-cuda-device": "the root is the missing GPU now, but the KV/compute buffer report lines still count as memory",
@@ -75,10 +74,7 @@ KNOWN_MISSES: dict[str, str] = {
     "negative-llamacpp24168-sycl-could-not-create-memory-object": "a compute-buffer report line counts as memory on a oneDNN failure",
     "llamacpp26208-journald-meta-kv-buffer-rocm714": "a KV buffer line on the meta device Meta() is not read (its name is not sourced from llama.cpp yet)",
     # wild_2026i.jsonl, as collected (before any fix)
-    "vllm51071-pcp-cudacachingallocator-oom-warnings": "the caching allocator's 'memory allocation failed with OOM' warning has no signature",
     "llmdfma746-wake-up-cuda-error-oom-in-controller-log": "wake_up's 'CUDA Error: out of memory at <path>' inside a controller's JSON log is not read",
-    "torchmemorysaver99-sglang-resume-kv-cache-cumemcreate": "torch_memory_saver's out-of-memory lines have no signature",
-    "sglang14092-verl-resume-memory-occupation-ray": "torch_memory_saver's 'CUresult error: 2 (out of memory)' has no signature",
     "skyrl624-jax-cumemallocasync-resource-exhausted": "XLA's cuMemAllocAsync RESOURCE_EXHAUSTED out-of-memory line has no signature",
 }
 
