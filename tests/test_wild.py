@@ -68,7 +68,6 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026g.jsonl, as collected (before any fix)
     "ascendsglang617-npu-workspace-allocator": "torch_npu's NPUWorkspaceAllocator out-of-memory line has no signature",
     "llmscaler348-level-zero-out-of-resources": "Level Zero's UR_RESULT_ERROR_OUT_OF_RESOURCES has no signature",
-    "vllmbackport24-a800-c10-alloc-warning-oom": "the caching allocator's 'memory allocation failed with OOM' warning has no signature",
     # wild_2026h.jsonl, as collected (before any fix)
     "ollama18531-vulkan-irisxe-pinned-kv-cache": "Ollama's startup-OOM signature outranks the KV-cache one (its text names the KV cache)",
     "negative-iklcpp1344-pinned-no-cuda-device": "the root is the missing GPU now, but the KV/compute buffer report lines still count as memory",
@@ -78,6 +77,9 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026j.jsonl, as collected (before any fix)
     "rapidmlx400-vllm-mlx-safe-prompt-limit": "vllm-mlx's 'Total prompt tokens (N) exceeds safe limit (M)' has no signature",
     "jan8181-title-ggml-backend-cuda-oom": "a bare 'CUDA error: out of memory' after a llama.cpp log prefix, with no 'current device' line, is not read",
+    # wild_2026i.jsonl, as collected (before any fix)
+    "llmdfma746-wake-up-cuda-error-oom-in-controller-log": "wake_up's 'CUDA Error: out of memory at <path>' inside a controller's JSON log is not read",
+    "skyrl624-jax-cumemallocasync-resource-exhausted": "XLA's cuMemAllocAsync RESOURCE_EXHAUSTED out-of-memory line has no signature",
 }
 
 

@@ -73,6 +73,13 @@ NO_FIX_YET: set[str] = {
     # TT-Metal's DRAM bank OOM prints bytes per bank, not the model's sequence length, batch or mesh, so no
     # setting can be sized from it; the reply lists more chips, less resident state and fragmentation (advice)
     "ttmetal.dram_oom",
+    # PyTorch 2.13's caching-allocator warning fires before the allocator frees its cache and retries, so
+    # the run may have gone on; it prints one cudaMalloc, not what the engine holds; the reply says to look
+    # for the OutOfMemoryError that follows and lists headroom / other processes (signature advice)
+    "pytorch.caching_allocator_oom_warning.v0",
+    # torch_memory_saver prints the CUresult / cudaError code only, no size: what the trainer holds when the
+    # rollout engine resumes is not in it; the reply lists the engine's share and offloading (advice)
+    "sglang.memory_saver_oom",
 }
 
 
