@@ -82,6 +82,7 @@ _RECORD_START = re.compile(
 )
 _NUMBERED = re.compile(r"[0-9]{1,3}\. ")
 _ENDS_RECORD = frozenset(".:;!?)]}>")
+_CLOSES_QUOTE = frozenset([*" .,:;)'\"", ""])  # what follows a closing backtick, or the line's end
 
 
 _ENCODE = partial(str.encode, encoding="utf-8", errors="surrogatepass")
@@ -214,15 +215,16 @@ def strip_prefixes(text: str, mark: str = _MARK) -> str:
 
 
 def wrapped_mid_record(prev_raw_length: int, prev: str, line: str) -> bool:
-    """A terminal wrap can leave ``failed: out of memory``, ``h_memory=17.98GiB``, ``-PCIE-16GB``,
-    `` needed`` or ``92. Make sure`` at the start of a line: the previous physical line is
+    """A terminal wrap can leave ``failed: out of memory``, ``h_memory=17.98GiB``, ``-PCIE-16GB``, a closing
+    backtick, `` needed`` or ``92. Make sure`` at the start of a line: the previous physical line is
     terminal-wide (``prev_raw_length``, prefixes included) and stops mid-sentence (``prev`` is that
     line cleaned, so it ends where the raw line does once trailing blanks are cut)."""
     if prev_raw_length < TERMINAL_WRAP or line.startswith("  "):
         return False
     if line.startswith(" ") or prev[-1:] in _ENDS_RECORD:
         return line.startswith(" ")  # a cut at a blank, even after "(131072)" or "device 0:"
-    if line[0] == "-" or (_NUMBERED.match(line) and prev[-1:].isdigit()):
+    quote = line[0] == "`" and line[1:2] in _CLOSES_QUOTE  # a code span's closing backtick ("` but")
+    if line[0] == "-" or quote or (_NUMBERED.match(line) and prev[-1:].isdigit()):
         return True
     m = _IDENT.match(line)
     return m is not None and line[m.end() : m.end() + 1] in (":", "=")

@@ -130,3 +130,17 @@ def test_markers_that_are_not_a_list_stay(text: str) -> None:
 def test_list_markers_stripped_exactly() -> None:
     text = '- INFO start\n-   File "x.py", line 1\n\n- ERROR boom\n\n10. a\n11. b'
     assert list_markers(text) == 'INFO start\n  File "x.py", line 1\n\nERROR boom\n\na\nb'
+
+
+def test_a_wrap_just_before_a_closing_backtick_is_joined() -> None:
+    # messages quote names in backticks (transformers' model type, vLLM's settings); 80 columns can cut
+    # right before the closing one, which then opens the next line
+    first = "ValueError: The checkpoint you are trying to load has model type `qwen3_omni_moe"
+    assert len(first) == 80
+    text = first + "\n` but Transformers does not recognize this architecture."
+    views = detect(text).normalized.views
+    assert [v.data for v in views[1:2]] == [
+        first.encode() + b"` but Transformers does not recognize this architecture."
+    ]
+    assert detect(text).root.signature == "common.transformers_unknown_model_type"
+    assert len(detect(first + "\n```log\nINFO start").normalized.views) == 1  # a fence opens a record
