@@ -1,5 +1,6 @@
-"""Platform edges: the terminal (``cli``), Discord and Slack.  Only here are platform SDKs imported."""
+"""Platform edges: the terminal (``cli``), Discord and Slack.  Only here are platform SDKs imported.
 
-from knowledge.code_cache import install as _install_dataclass_code_cache
-
-_install_dataclass_code_cache()  # before this package builds its first dataclass (knowledge/code_cache.py)
+Each adapter module imports ``bot`` before it builds a dataclass, and ``bot`` installs the dataclass code
+table (knowledge/code_cache.py), so this package does not: ``gpu-garden --help`` imports neither it nor
+``dataclasses``.
+"""

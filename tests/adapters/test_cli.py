@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -293,9 +294,18 @@ def _modules_after(argv: list[str]) -> set[str]:
 
 
 def test_help_imports_none_of_the_core():
-    # only the hook of the dataclass code table, which each package installs (it reads nothing until a
-    # dataclass is built, and --help builds none)
-    assert _modules_after(["--help"]) == {"knowledge", "knowledge.code_cache"}
+    # not even the dataclass code table's hook: bot installs it, and --help builds no dataclass
+    assert _modules_after(["--help"]) == set()
+
+
+def test_every_adapter_module_imports_bot_before_its_first_dataclass():
+    # adapters/__init__ no longer installs the code table: each module defining a dataclass must have
+    # imported bot (which installs it) by then
+    root = Path(__file__).resolve().parents[2] / "adapters"
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        if (at := text.find("\n@dataclass")) >= 0:
+            assert "\nfrom bot" in text[:at] or "\nimport bot" in text[:at], path
 
 
 def test_vram_never_loads_the_detector_or_the_knowledge_base():
