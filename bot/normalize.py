@@ -193,7 +193,7 @@ def _clean_lines(text: str, cuts: array | None) -> tuple[list[str], bytearray, b
     return lines, prefixed, ended_blank
 
 
-def prefix_cuts(text: str) -> array:
+def measured_prefix_cuts(text: str) -> array:
     """How many characters each line's log prefixes take (bot.redact.Redaction.prefix_cuts)."""
     rows = map(len, strip_prefixes(text, mark="").split("\n"))
     return array("q", map(operator.sub, map(len, text.split("\n")), rows))

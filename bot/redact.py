@@ -115,7 +115,7 @@ def redact(text: str) -> Redaction:
     data = text.encode("utf-8")  # the one-line pass
     text = text if (out := _replaced(data, kinds)) is data else out.decode("utf-8", "replace")
     if kinds or cuts is None:  # a secret removed: the cuts measured another text
-        cuts = norm.prefix_cuts(text)
+        cuts = norm.measured_prefix_cuts(text)
     return Redaction(text, tuple(kinds), cuts)
 
 

@@ -158,9 +158,9 @@ def flash_attn_needed(situation: Situation) -> Reply:
     key = "A quantized V cache (q8_0 / q4_0) only works with flash attention on."
     fixes: list[Fix] = []
     if situation.context.get("flash_attn_unavailable"):  # llama.cpp turns it off for this model: it stays off
-        off = {"llama.cpp": ("V", user_command(situation, "llama.cpp", {"-ctv": "f16"})), "ollama": ("KV", "OLLAMA_KV_CACHE_TYPE=f16 ollama serve")}  # fmt: skip
-        fixes = [Fix(situation.engine, f"keep the {off[situation.engine][0]} cache f16", off[situation.engine][1], "the context is created without flash attention",
-                     "an f16 cache takes more memory than a quantized one", 1, {"kind": "setting"})] if situation.engine in off else []  # fmt: skip
+        cache = {"llama.cpp": "V", "ollama": "KV"}.get(situation.engine)  # Ollama's one setting holds K and V
+        fixes = [Fix(situation.engine, f"keep the {cache} cache f16", user_command(situation, "llama.cpp", {"-ctv": "f16"}) if cache == "V" else "OLLAMA_KV_CACHE_TYPE=f16 ollama serve",
+                     "the context is created without flash attention", "an f16 cache takes more memory than a quantized one", 1, {"kind": "setting"})] if cache else []  # fmt: skip
         key = key[:-4] + ", which llama.cpp turns off for this model: keep the V cache f16."
         return reply(situation, title, key, fixes)
     if situation.engine == "llama.cpp":
