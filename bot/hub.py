@@ -166,11 +166,7 @@ def _fetch(repo_id: str, cache_dir: Path, endpoint: str, budget: float) -> HubMo
 
     try:
         path = hf_hub_download(
-            repo_id,
-            "config.json",
-            cache_dir=str(cache_dir / "hf"),
-            endpoint=endpoint,
-            etag_timeout=budget,
+            repo_id, "config.json", cache_dir=str(cache_dir / "hf"), endpoint=endpoint, etag_timeout=budget
         )
     except Exception as exc:
         raise _classify(exc, repo_id) from exc

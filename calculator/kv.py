@@ -40,6 +40,30 @@ LLAMACPP_KV_BYTES: dict[str, float] = {
     "iq4_nl": 18 / 32,
 }
 
+# the (K, V) cache types llama.cpp's CUDA / HIP build has flash-attention kernels for without
+# GGML_CUDA_FA_ALL_QUANTS (f32 runs as f16): ggml/src/ggml-cuda/fattn.cu, ggml_cuda_flash_attn_ext_vec's
+# default cases and ggml_cuda_get_best_fattn_kernel's K->type != V->type check (ggml-org/llama.cpp
+# 00a2d60).  Another pair has none: -fa auto turns flash attention off (so a quantized V cache is refused)
+# and -fa on runs attention on the CPU (llama.cpp#27109, #28456: prefill ~8x slower)
+CUDA_FA_KV_PAIRS = frozenset(
+    {("f16", "f16"), ("bf16", "bf16"), ("q8_0", "q8_0"), ("q8_0", "q4_0"), ("q4_0", "q4_0")}
+)
+_CUDA_FA_QUANT_PAIRS = (("q8_0", "q8_0"), ("q4_0", "q4_0"))  # the same type for K and V: every build has them
+
+
+def cuda_flash_attn_kv(cache_k: str, cache_v: str) -> tuple[str, str] | None:
+    """The (K, V) cache types to use for flash attention on CUDA: the pasted ones when a kernel takes them,
+    else the best matching quantized pair that stores no more per token (None: none is that small)."""
+    as_f16 = {"f32": "f16"}
+    if (as_f16.get(cache_k, cache_k), as_f16.get(cache_v, cache_v)) in CUDA_FA_KV_PAIRS:
+        return cache_k, cache_v
+    if cache_k not in LLAMACPP_KV_BYTES or cache_v not in LLAMACPP_KV_BYTES:
+        return None
+    budget = LLAMACPP_KV_BYTES[cache_k] + LLAMACPP_KV_BYTES[cache_v]
+    return next(
+        (p for p in _CUDA_FA_QUANT_PAIRS if LLAMACPP_KV_BYTES[p[0]] + LLAMACPP_KV_BYTES[p[1]] <= budget), None
+    )
+
 
 @dataclass(frozen=True)
 class SlidingPart:

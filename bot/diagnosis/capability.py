@@ -12,6 +12,7 @@ from bot.diagnosis.parts import cause, env_fixes, hardware, reply
 from bot.reply import Fix, Reply
 from bot.shell import Command
 from bot.situation import Situation, resolve_pasted_model
+from calculator.kv import cuda_flash_attn_kv
 from calculator.model_names import parse_name
 from knowledge.features import feature_table, parse_version, quant_min_capability, supports
 
@@ -153,24 +154,33 @@ def bf16(situation: Situation) -> Reply:
 
 
 def flash_attn_needed(situation: Situation) -> Reply:
-    engine = _name(situation.engine)
-    title = f"{engine}: a quantized V cache needs flash attention"
+    title = f"{_name(situation.engine)}: a quantized V cache needs flash attention"
     key = "A quantized V cache (q8_0 / q4_0) only works with flash attention on."
-    fixes: list[Fix] = []
     if situation.context.get("flash_attn_unavailable"):  # llama.cpp turns it off for this model: it stays off
         cache = {"llama.cpp": "V", "ollama": "KV"}.get(situation.engine)  # Ollama's one setting holds K and V
         fixes = [Fix(situation.engine, f"keep the {cache} cache f16", user_command(situation, "llama.cpp", {"-ctv": "f16"}) if cache == "V" else "OLLAMA_KV_CACHE_TYPE=f16 ollama serve",
                      "the context is created without flash attention", "an f16 cache takes more memory than a quantized one", 1, {"kind": "setting"})] if cache else []  # fmt: skip
         key = key[:-4] + ", which llama.cpp turns off for this model: keep the V cache f16."
         return reply(situation, title, key, fixes)
-    if situation.engine == "llama.cpp":
-        takes_value = supports(situation.version, "llamacpp.fa_value", situation.fork)
-        fixes.append(Fix("llama.cpp", "turn flash attention on", user_command(situation, "llama.cpp", {"-fa": "on" if takes_value is not False else ""}),
-                         "the quantized V cache can be used", "", 1, {"kind": "setting"}))  # fmt: skip
-    elif situation.engine == "ollama":
+    fixes = [_flash_attn_on(situation)] if situation.engine == "llama.cpp" else []
+    if situation.engine == "ollama":
         fixes.append(Fix("ollama", "turn flash attention on", "OLLAMA_FLASH_ATTENTION=1 ollama serve",
                          "OLLAMA_KV_CACHE_TYPE takes effect", "", 1, {"kind": "setting"}))  # fmt: skip
     return reply(situation, title, key, fixes)
+
+
+def _flash_attn_on(situation: Situation) -> Fix:
+    """``-fa on`` (bare before -fa took a value); on CUDA, also a K/V cache pair with a flash-attention kernel
+    when the pasted pair has none (storing no more per token: calculator.kv.cuda_flash_attn_kv)."""
+    flags: dict[str, str | None] = {"-fa": "" if supports(situation.version, "llamacpp.fa_value", situation.fork) is False else "on"}  # fmt: skip
+    k, v = str(situation.setting("cache_type_k") or "f16"), str(situation.setting("cache_type_v") or "")
+    pair = cuda_flash_attn_kv(k, v) if v and situation.gpus.backend in ("cuda", "rocm") else None
+    if pair is None or pair == (k, v):
+        return Fix("llama.cpp", "turn flash attention on", user_command(situation, "llama.cpp", flags), "the quantized V cache can be used", "", 1, {"kind": "setting"})  # fmt: skip
+    command = user_command(situation, "llama.cpp", {**flags, "-ctk": pair[0], "-ctv": pair[1]})
+    return Fix("llama.cpp", f"turn flash attention on with a {pair[0]} K and V cache", command,
+               f"the quantized V cache can be used; CUDA's flash-attention kernels have no {k}/{v} pair (attention would run on the CPU)",
+               f"a {pair[0]}/{pair[1]} cache instead of {k}/{v} (no more memory)", 1, {"kind": "setting"})  # fmt: skip
 
 
 def capability_below(situation: Situation) -> Reply:

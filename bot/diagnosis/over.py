@@ -12,14 +12,7 @@ from bot.diagnosis.budgets import Budget, budget_for
 from bot.diagnosis.capacity import _name
 from bot.diagnosis.commands import user_command
 from bot.diagnosis.fixes import MOVES_GIB, Goal, candidates, to_fixes
-from bot.diagnosis.parts import (
-    advice_fixes,
-    env_fixes,
-    hardware,
-    picture,
-    reply,
-    self_fit_fixes,
-)
+from bot.diagnosis.parts import advice_fixes, env_fixes, hardware, picture, reply, self_fit_fixes
 from bot.reply import Fix, Reply
 from bot.situation import Situation
 from calculator.plan import Outcome
