@@ -152,8 +152,7 @@ def diagnose_safely(detection: Detection) -> Reply | None:
         )
         log.debug("diagnosis failure", exc_info=True)
         reply = fallback_reply(root)
-        reply.signature = root.signature
-        reply.category = root.category
+        reply.signature, reply.category = root.signature, root.category
         reply.notes.append(
             "Some numbers in this paste did not add up, so this is the general explanation of this error "
             "without computed fixes. Paste the full error lines if they were cut."
@@ -177,11 +176,5 @@ def no_finding_reply(engines: list[str]) -> Reply:
 def help_reply() -> Reply:
     from bot.vram import USAGE
 
-    return Reply(
-        kind="help",
-        title="GPU Garden",
-        summary=(
-            "Paste a vLLM, llama.cpp, Ollama or SGLang error (or attach the log) and I explain the memory "
-            "math and the fixes. Ask " + USAGE
-        ),
-    )
+    summary = "Paste a vLLM, llama.cpp, Ollama or SGLang error (or attach the log) and I explain the memory"
+    return Reply(kind="help", title="GPU Garden", summary=summary + " math and the fixes. Ask " + USAGE)

@@ -342,11 +342,13 @@ def _redact_key_blocks(text: str, kinds: list[str]) -> str:
 
 
 def with_notice(reply: Reply | None, kinds: tuple[str, ...] | list[str]) -> Reply | None:
-    """The reply with the rotate notice first (a notice of its own when there is no reply)."""
-    if not kinds:
+    """The reply with one rotate notice first, naming every kind so far (a notice alone if no reply)."""
+    merged = tuple(dict.fromkeys([*(reply.secrets if reply else ()), *kinds]))
+    if not kinds or (reply is not None and merged == reply.secrets):
         return reply
-    warning = Redaction("", tuple(kinds)).warning()
-    if reply is None:
-        return Reply(kind="notice", title="A secret was in your message", summary=warning)
-    reply.notes.insert(0, warning)
+    warning = Redaction("", merged).warning()
+    if reply is None or (reply.kind == "notice" and reply.secrets):  # a notice alone: only the new one
+        return Reply(kind="notice", title="A secret was in your message", summary=warning, secrets=merged)
+    reply.notes[: bool(reply.secrets)] = [warning]  # the earlier notice replaced
+    reply.secrets = merged
     return reply

@@ -69,6 +69,7 @@ class Reply:
     category: str | None = None
     data: dict = field(default_factory=dict)  # machine-readable payload for --json
     engine: str | None = None  # the paste's engine: its fixes come first
+    secrets: tuple[str, ...] = ()  # the kinds its rotate notice (notes[0]) names
 
     def chat_fixes(self) -> tuple[list[Fix], list[Fix]]:
         """(the fix and at most two alternatives for the paste's engine, one fix per other engine).

@@ -186,7 +186,8 @@ class GardenService:
                 reply = self.bot.handle(IncomingMessage(platform=msg.platform, mentioned=msg.addressed))
             else:
                 reply = self.bot.triage(paste, addressed=msg.addressed)
-        return with_notice(reply, kinds), tuple(kinds)
+        reply = with_notice(reply, kinds)  # one notice: these kinds and those the detector's joins found
+        return reply, (reply.secrets if reply is not None else ())
 
     def reload_knowledge(self, extra_folder) -> tuple[bool, str]:
         """Re-read the built-in and the operator's signature files.  A pack that fails to load leaves

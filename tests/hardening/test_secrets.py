@@ -327,3 +327,37 @@ async def test_a_secret_the_reading_would_rebuild_is_never_shown(secret, tmp_pat
             said = io.StringIO()
             assert main(["triage", *flags, str(log)], stdout=said) == 0
             assert not leaked(said.getvalue(), [secret]) and secret.value not in said.getvalue(), (how, flags)
+
+
+ONE_LINE_AND_JOINED = (
+    "export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n"  # found by redaction, on its line
+    "vllm-1  | INFO x\ntorch.OutOfMemoryError: CUDA out of\n"  # a prefix: the detector joins the lines below
+    "memory. ghp_AbCdEfGhIj\nKlMnOpQrStUvWxYz0123456789AbCd\n"
+)
+BOTH_NOTICE = (
+    "Your paste contained a GitHub token and a Hugging Face token. I removed them before reading the paste "
+    "and repeat none of them, but anyone who read the channel has seen them: rotate them now."
+)
+
+
+async def test_secrets_found_by_redaction_and_in_joined_lines_get_one_notice(tmp_path):
+    from adapters.cli import main
+
+    out = await GardenService(limits=OPEN).handle(
+        IncomingMessage(platform="test", text=ONE_LINE_AND_JOINED, mentioned=True)
+    )
+    assert out.reply is not None and out.reply.notes[0] == BOTH_NOTICE
+    assert sum("rotate" in note for note in out.reply.notes) == 1
+    assert out.secrets == ("GitHub token", "Hugging Face token")
+    log = tmp_path / "paste.log"
+    log.write_text(ONE_LINE_AND_JOINED)
+    said = io.StringIO()
+    assert main(["triage", str(log)], stdout=said) == 0
+    assert said.getvalue().count("rotate") == 1 and f"_{BOTH_NOTICE}_" in said.getvalue()
+
+
+def test_a_notice_alone_names_every_kind_once():
+    from bot.redact import with_notice
+
+    notice = with_notice(with_notice(None, ["GitHub token"]), ["Hugging Face token", "GitHub token"])
+    assert notice is not None and notice.summary == BOTH_NOTICE and notice.notes == []
