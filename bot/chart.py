@@ -2,8 +2,7 @@
 
 A stacked bar scaled to the card's total, each segment in its own colour with its GiB written on it when
 there is room, the engine's target (utilization x total) as a marker on the bar, and a legend that names
-every segment with its size and where the number comes from.  Pillow only, with its bundled font.
-"""
+every segment with its size and where the number comes from.  Pillow only, with its bundled font."""
 
 from __future__ import annotations
 

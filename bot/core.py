@@ -1,8 +1,7 @@
 """The platform-neutral bot: one IncomingMessage in, one Reply (or silence) out.
 
 Adapters call :meth:`GardenBot.handle`; they never see the detector or the calculator (imported, with
-the diagnosis and ``/vram``, only when a finding or a command needs them).
-"""
+the diagnosis and ``/vram``, only when a finding or a command needs them)."""
 
 from __future__ import annotations
 
@@ -36,10 +35,8 @@ class Paste:
 
 def collect_paste(message: IncomingMessage, limit: int = DEFAULT_PASTE_LIMIT) -> Paste:
     """The message text plus its text attachments, capped at ``limit`` bytes; binary files skipped.
-
     Errors sit at the end of logs, so an attachment over the budget keeps its tail, and so does the
-    attached part as a whole when decoding grew it (each broken byte becomes a 3-byte U+FFFD).
-    """
+    attached part as a whole when decoding grew it (each broken byte becomes a 3-byte U+FFFD)."""
     skipped: list[str] = []
     truncated = False
     head = message.text

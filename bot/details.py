@@ -5,8 +5,7 @@ adapter renders it on a click, possibly after a restart when no Reply object exi
 adapters need the Markdown back as pieces: the title, paragraphs, and code blocks with their verbatim
 text (each platform re-fences code its own safe way).  ``pieces`` reads the fences ``bot.formatter.fence``
 writes: a line of three or more backticks (plus an info string) opens a block that only a line of at
-least as many backticks closes, so a pasted ``` inside a block stays inside it.
-"""
+least as many backticks closes, so a pasted ``` inside a block stays inside it."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Each signature's patterns are tried on the physical-line view first and then on the wrap-joined views;
 the first match per signature becomes a :class:`Finding`.  Findings are ranked: errors before
-warnings before informational memory reports, then by the signature's priority, then by position.
-"""
+warnings before informational memory reports, then by the signature's priority, then by position."""
 
 from __future__ import annotations
 
@@ -164,7 +163,6 @@ class PatternBank:
     patterns only.  In a long view: the patterns that match anywhere, found by RE2 Sets of CHUNK
     patterns each (one DFA over all of them thrashes on near-misses: 1.2 s vs 0.64 s for three Sets
     on bench/detector_vs_grep.py's 10 MiB near-misses; 0.27 s vs 0.17 s on its realistic log).
-
     Every Set also holds a sentinel, ``\\z``, which matches every text: RE2's ``Set::Match`` answers
     "no match" both when nothing matched and when its DFA ran out of memory, so a result without the
     sentinel means the pass failed, and every pattern it covers is then searched (never "no finding")."""
@@ -265,8 +263,9 @@ class Detector:
         return Detection(ranked, self._context(norm, hits, root_engine), norm, text, secrets)
 
     def _first_match(self, norm: Normalized, hits: list, pattern_ids: list[int]) -> tuple[Any, Any] | None:
-        """The first pattern that matches anywhere; among the views, the match that fills the most
-        named groups (a wrapped line may match the unjoined view with its optional tail cut off)."""
+        """The first pattern that matches anywhere; among the views, the match that fills the most named
+        groups (a wrapped line may match the unjoined view with its optional tail cut off), at a tie one
+        going on where the best stopped at a line's end (a wrap cut ``875352064`` / ``0``)."""
         for pid in pattern_ids:
             best: tuple[Any, Any] | None = None
             best_filled = -1
@@ -277,9 +276,9 @@ class Detector:
                 if not (m := pattern.search(view.data)):
                     continue
                 filled = sum(1 for v in m.groupdict().values() if v is not None)
-                if filled > best_filled:
+                if filled > best_filled or (filled == best_filled and _goes_on(best, m)):
                     best, best_filled = (view, m), filled
-                if filled == pattern.groups:
+                if filled == pattern.groups and not _ends_line(best):
                     break  # nothing left for a joined view to add
             if best is not None:
                 return best
@@ -312,6 +311,23 @@ class Detector:
             data, at = norm.views[vi].data, m.start()
             keyed.append(((norm.views[vi].first_physical[data.count(b"\n", 0, at)], at - data.rfind(b"\n", 0, at), vi or 9), m))  # fmt: skip
         return [m for _key, m in sorted(keyed, key=lambda km: km[0])]
+
+
+def _ends_line(found: tuple[Any, Any] | None) -> bool:
+    return found is not None and found[0].data[found[1].end() :][:1] in (b"\n", b"")
+
+
+def _goes_on(best: tuple[Any, Any] | None, m: Any) -> bool:
+    """Whether match ``m`` reads a number on where the best one's last groups stopped at a line's end (a
+    wrap's cut: ``875352064`` / ``0``), its other groups the same (a joined view may join two records)."""
+    if best is None or not _ends_line(best):
+        return False
+    old, groups = best[1], range(1, m.re.groups + 1)
+    cut = [g for g in groups if old.group(g) is not None and old.end(g) == old.end()]
+    grown = [(m.group(g) or b"", old.group(g)) for g in cut]
+    same = all(m.group(g) == old.group(g) for g in groups if g not in cut)
+    digits = all(new.startswith(was) and was[-1:].isdigit() and new[len(was) :].isdigit() for new, was in grown)
+    return same and bool(grown) and digits
 
 
 @cache

@@ -1,7 +1,6 @@
 """Render a Reply as Markdown (terminal, tests, the full-reply file) and draw the memory bar.
 
-The bar is plain text meant for a monospace block, so it reads the same on every platform.
-"""
+The bar is plain text meant for a monospace block, so it reads the same on every platform."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """GPUs named anywhere in a paste: engine device lines (already context fields), ``nvidia-smi`` tables,
 llama.cpp device lists, and the user's own words ("dies on my 4090", "2x3090", "four A100 80GB").
 
-Returns what was read and where; resolving a name against the catalog is the situation's job.
-"""
+Returns what was read and where; resolving a name against the catalog is the situation's job."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Connection health shared by the adapters, the healthcheck file and the watchdog.
 
 The watchdog exits the process (non-zero) after a platform has been offline longer than the configured
-limit, because Docker restarts an exited container but not an unhealthy one.
-"""
+limit, because Docker restarts an exited container but not an unhealthy one."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@
 - ``HF_HUB_OFFLINE`` is honoured (only the cache answers); ``HF_ENDPOINT`` is read at call time (a mirror,
   or the fake Hub the tests run on 127.0.0.1); ``HF_TOKEN`` lets gated repos the operator accepted answer.
 - Failures are typed (:class:`HubError.kind`) so the reply can say them plainly: gated, missing, offline,
-  timeout, unreachable, not a model config.
-"""
+  timeout, unreachable, not a model config."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Every record the bot's handler writes goes through the redactor at every level: its message (after
 %-formatting), its traceback and its stack.  Libraries log raw platform payloads at DEBUG (Bolt's Socket
 Mode client logs each envelope), where JSON escapes ``/`` as ``\\/``: those are read unescaped, so a
-``https://user:password@host`` inside a payload is found like one in a paste.
-"""
+``https://user:password@host`` inside a payload is found like one in a paste."""
 
 from __future__ import annotations
 

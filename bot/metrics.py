@@ -10,8 +10,7 @@ instances — one per test — never collide.  Adapters report through three cal
 ``render()`` gives the text exposition format served at ``GET /metrics`` (adapters/health_server.py).
 Label values are bounded: platforms are "discord"/"slack", signatures and categories come from the
 knowledge base, error kinds are short words chosen by the adapters.  No user, channel or message id is
-ever a label.
-"""
+ever a label."""
 
 from __future__ import annotations
 

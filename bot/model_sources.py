@@ -1,8 +1,7 @@
 """Models outside the catalog: a local config.json (or model folder), a local GGUF file, or — when the
 operator allows network access — the Hugging Face Hub's config and safetensors metadata, cached on disk.
 
-Local paths are for the command line only: the chat bot never opens files a user names.
-"""
+Local paths are for the command line only: the chat bot never opens files a user names."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ Linear time on any input, and no work where there is nothing to do: a pass whose
 (a non-ASCII character, an escape byte, a carriage return) is skipped, the prefix pattern is anchored on
 a literal newline, prefixes redaction already measured are cut by length (``prefix_cuts``), and per-line
 work is done by C-level ``map``/``split``/``join``, a MiB at a time.  Every quantifier in the Python ``re``
-patterns is possessive or bounded (tests/bot/test_normalize.py checks it), so they never backtrack.
-"""
+patterns is possessive or bounded (tests/bot/test_normalize.py checks it), so they never backtrack."""
 
 from __future__ import annotations
 
@@ -106,7 +105,6 @@ def line_pieces(text: str, size: int = 1 << 20) -> Iterator[str]:
 @dataclass(frozen=True)
 class View:
     """One rendering of the paste, kept as UTF-8 ``data`` plus where each logical line starts.
-
     Patterns search the bytes (RE2 would otherwise re-encode the whole text on every search), so match
     offsets are byte offsets into ``data``.  ``text`` and the line offsets are computed on first use: a
     paste with no finding never needs them, and a non-ASCII paste is not held twice (as a ``str``, two or

@@ -4,8 +4,7 @@ The rules are data (bot/secret_rules.py): the formats users paste most, gitleaks
 recognised by where they sit (``*_TOKEN=``, ``--api-key``, ``user:password@``, ``Authorization:``,
 JSON key fields).  One keyword pass picks the rules that can match; each then runs once over the
 text (RE2, linear time).  The reply names every kind found and says to rotate them; the secret itself
-is never echoed, logged or stored.
-"""
+is never echoed, logged or stored."""
 
 from __future__ import annotations
 
@@ -103,9 +102,8 @@ def redact(text: str) -> Redaction:
     """Secrets replaced by ``[kind removed]``.  The text is first read the way the detector reads a paste
     (zero-width characters removed, fullwidth letters folded, colour codes stripped, then bot.unwrap:
     ``←[0m`` codes, quote bars, lists, glued records, CRI pieces joined), and the detector reads the
-    result as it is (Redaction.prefix_cuts; the lines it joins are searched again: redact_joins); a
-    secret that a terminal wrapped across lines, or a key block whose every line has a log prefix, is
-    found too."""
+    result as it is (Redaction.prefix_cuts; the lines it joins are searched again: redact_joins); a secret
+    a terminal wrapped across lines, or a key block whose every line has a log prefix, is found too."""
     text = unwrap(visible(text))
     kinds: list[str] = []
     multiline = "\n" in text

@@ -1,7 +1,6 @@
 """The neutral reply model: what the bot says, before any platform formats it.
 
-Adapters render it (terminal Markdown, Discord embeds, Slack Block Kit).
-"""
+Adapters render it (terminal Markdown, Discord embeds, Slack Block Kit)."""
 
 from __future__ import annotations
 
@@ -73,7 +72,6 @@ class Reply:
 
     def chat_fixes(self) -> tuple[list[Fix], list[Fix]]:
         """(the fix and at most two alternatives for the paste's engine, one fix per other engine).
-
         Another engine's fix is shown as one command line, so one with no command (flags to add to a
         command the paste does not have) is left to the full reply rather than printed as an empty one."""
         ranked = sorted(self.fixes, key=lambda f: f.rank)

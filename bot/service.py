@@ -2,8 +2,7 @@
 
 ``GardenService.handle`` takes one neutral message and decides: ignore it (a bot, a duplicate, not for
 us), throttle it (one polite notice per user per window), or answer it — with secrets redacted before
-anything reads the paste, the CPU work off the event loop, and the outcome logged for stats.
-"""
+anything reads the paste, the CPU work off the event loop, and the outcome logged for stats."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ Tokens are :class:`calculator.checks.Secret`: they never appear in logs, reprs o
 
 Each field, default and check is written once, in the dataclasses below.  With only flags (no variable,
 ``.env`` or settings file) :mod:`calculator.checks` applies them and pydantic is never imported; otherwise
-:func:`settings_class` builds a pydantic-settings class from the same fields, which reads the sources.
-"""
+:func:`settings_class` builds a pydantic-settings class from the same fields, which reads the sources."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ known launcher (``vllm serve``, ``python -m vllm.entrypoints...``, ``llama-serve
 across ``\\`` / ``^`` / backtick continuations and split with :mod:`shlex` so quotes survive.  A line
 whose words after the launcher are not flags and their values (``vllm serve X dies on my 4090, any
 idea?``) is prose and is not a command.  vLLM's Python API (``LLM(model=..., max_model_len=...)``) is
-read as keyword arguments.
-"""
+read as keyword arguments."""
 
 from __future__ import annotations
 

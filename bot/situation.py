@@ -1,7 +1,6 @@
 """The situation a paste describes, read once: engine and fork, version, GPUs, model, the user's real
 command and the settings in force.  Every value carries its source (your log, your words, catalog,
-estimated, computed, default) so replies can say where each number came from.
-"""
+estimated, computed, default) so replies can say where each number came from."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ decided to stay silent).  A claim left unsettled by an earlier process (stopped 
 does not block the message: the next process that sees it again may answer it.
 
 Every method swallows database faults (locked, disk full, missing folder) after logging them: the
-bot keeps answering when its database is unwell, and says so in the log.
-"""
+bot keeps answering when its database is unwell, and says so in the log."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``/vram``: parse the request as people type it and turn the calculator's answer into a Reply.
 
 Accepted forms: ``gpu:4090 model:qwen-32b-awq context:32k engine:vllm`` (named, any order) and
-free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model).
-"""
+free order ``4090 qwen-32b-awq`` (each word tried as a GPU, then as a model)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Turn a detection into a reply through a few generic diagnoses, chosen by the signature's form.
 
 detect → read the situation (bot.situation) → the form for the root finding's category (or the
-signature's own ``form``) → a neutral Reply whose fixes were each recomputed on the engine's budget.
-"""
+signature's own ``form``) → a neutral Reply whose fixes were each recomputed on the engine's budget."""
 
 from __future__ import annotations
 

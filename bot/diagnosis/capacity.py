@@ -2,8 +2,7 @@
 
 Covers KV too small (one request of max_model_len does not fit), KV allocation failures, requests
 longer than the served context, and batched-token limits below the context.  The key point is the two
-numbers; every fix is a plan recomputed on the engine's budget.
-"""
+numbers; every fix is a plan recomputed on the engine's budget."""
 
 from __future__ import annotations
 

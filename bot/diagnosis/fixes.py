@@ -1,7 +1,6 @@
 """Verified fixes: every lever a signature names is applied to the engine's budget, recomputed, and
 printed only when the budget predicts the command starts and serves what the fix claims.  When one lever
-is not enough, levers are combined (fp8 KV + utilization + a context that then fits).
-"""
+is not enough, levers are combined (fp8 KV + utilization + a context that then fits)."""
 
 from __future__ import annotations
 

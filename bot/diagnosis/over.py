@@ -1,8 +1,7 @@
 """Budget over: what the engine needs is more than the memory it has — nothing left for the KV cache,
 an allocation that failed, system RAM too small, or memory already held by something else.
 
-The key point says what holds the memory and by how much it is short; fixes are recomputed plans.
-"""
+The key point says what holds the memory and by how much it is short; fixes are recomputed plans."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ weights loaded, and keeps the rest for activations and CUDA graphs
 ``rest <= 0`` raises "Loaded weights leave no GPU memory for the KV cache ... (minimum viable = 1 -
 available/pre = F)", PR #28683 / #28855, 2026-06).  A higher fraction moves memory from that headroom
 into the pool; at the floor F the pool is empty and the headroom is all that was free after the weights.
-So a raise helps only when the floor is below 1, and never by more than what the weights left free.
-"""
+So a raise helps only when the floor is below 1, and never by more than what the weights left free."""
 
 from __future__ import annotations
 

@@ -57,6 +57,14 @@ def test_first_utilization_in_reading_order_not_the_uncut_later_one() -> None:
     assert values["gpu_memory_utilization"] == 0.92
 
 
+def test_a_findings_number_cut_at_the_line_end_is_read_whole() -> None:
+    # "... Vulkan0 buffer of size 875352064" / "0": the plain line's match fills every group too, but the
+    # joined line reads the number on
+    root, values = _read("llamacpp18160-vulkan-buffer-size-limit-compute", lambda t: hard_wrap(t, 80))
+    assert root == "llamacpp.gpu_oom.vulkan_buffer_limit"
+    assert values["buffer_bytes"] == 8753520640
+
+
 def test_line_cut_at_a_blank_after_a_colon_continues() -> None:
     # "... allocating 14136.04 MiB on device 0:" (80 columns) / " cudaMalloc failed: out of memory"
     root, values = _read("llamacpp16725-rocm-compute-pp", lambda t: hard_wrap(t, 80))
