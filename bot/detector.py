@@ -326,7 +326,7 @@ def _goes_on(best: tuple[Any, Any] | None, m: Any) -> bool:
     cut = [g for g in groups if old.group(g) is not None and old.end(g) == old.end()]
     grown = [(m.group(g) or b"", old.group(g)) for g in cut]
     same = all(m.group(g) == old.group(g) for g in groups if g not in cut)
-    digits = all(new.startswith(was) and was[-1:].isdigit() and new[len(was) :].isdigit() for new, was in grown)
+    digits = all(w[-1:].isdigit() and n.startswith(w) and n[len(w) :].isdigit() for n, w in grown)  # new, was
     return same and bool(grown) and digits
 
 

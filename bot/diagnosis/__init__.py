@@ -60,8 +60,10 @@ def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     result.signature = root.signature
     result.category = root.category
     result.engine = situation.engine
-    # other failures only: the root's category is the same failure at another line, a wrapper reports it
-    others = [f for f in detection.findings[1:] if f.severity != "info" and f.category != root.category and _form(f) != "wrapper"]  # fmt: skip
+    # other failures only: the root's category is the same failure at another line, a wrapper reports it,
+    # and a finding on the root's own lines is the same failure told by a more general signature
+    own = range(root.line, root.line + len(root.evidence))
+    others = [f for f in detection.findings[1:] if f.severity != "info" and f.category != root.category and _form(f) != "wrapper" and f.line not in own]  # fmt: skip
     if others := [f for f in others if f.title not in (root.title, result.title)]:
         result.notes.append("Also in the paste: " + "; ".join(f.title for f in others[:3]))
     return result

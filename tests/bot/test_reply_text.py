@@ -186,6 +186,19 @@ def test_also_in_the_paste_names_no_second_reading_of_the_same_failure(record_id
     assert not any(line.startswith("_Also in the paste") for line in reply_lines(record_id))
 
 
+def test_also_in_the_paste_leaves_out_general_readings_of_the_roots_own_lines() -> None:
+    # the KV buffer's cudaMalloc line is the root's first line: the generic GPU-allocation signatures that
+    # match it tell the same failure
+    text = (
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 12288.00 MiB on device 0: cudaMalloc failed: "
+        "out of memory\nalloc_tensor_range: failed to allocate CUDA0 buffer of size 12884901888\n"
+        "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"
+    )
+    reply = _bot().triage(Paste(text, False, 0), addressed=True)
+    assert reply is not None and reply.signature == "llamacpp.kv_alloc_failed"
+    assert [n for n in reply.notes if n.startswith("Also in the paste")] == []
+
+
 def test_also_in_the_paste_still_names_another_failure() -> None:
     # a failure of another category in the same paste is still named: a port clash after the OOM
     text = (
