@@ -80,6 +80,9 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026i.jsonl, as collected (before any fix)
     "llmdfma746-wake-up-cuda-error-oom-in-controller-log": "wake_up's 'CUDA Error: out of memory at <path>' inside a controller's JSON log is not read",
     "skyrl624-jax-cumemallocasync-resource-exhausted": "XLA's cuMemAllocAsync RESOURCE_EXHAUSTED out-of-memory line has no signature",
+    # wild_2026l.jsonl, as collected (before any fix)
+    "negative-ollama14439-vram-based-default-context-info": "Ollama's 'vram-based default context' info line counts as memory on a paste with no failure",
+    "llamacpp21801-rpc-fit-log-start-pid-prefix": "the opening lines of --fit output (no numbers yet) are not read as a fit log",
 }
 
 

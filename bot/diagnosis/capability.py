@@ -160,7 +160,7 @@ def flash_attn_needed(situation: Situation) -> Reply:
         cache = {"llama.cpp": "V", "ollama": "KV"}.get(situation.engine)  # Ollama's one setting holds K and V
         fixes = [Fix(situation.engine, f"keep the {cache} cache f16", user_command(situation, "llama.cpp", {"-ctv": "f16"}) if cache == "V" else "OLLAMA_KV_CACHE_TYPE=f16 ollama serve",
                      "the context is created without flash attention", "an f16 cache takes more memory than a quantized one", 1, {"kind": "setting"})] if cache else []  # fmt: skip
-        key = key[:-4] + ", which llama.cpp turns off for this model: keep the V cache f16."
+        key = key[:-4] + f", which {engine} turns off here (this model or GPU): keep the {cache} cache f16."
         return reply(situation, title, key, fixes)
     fixes = [_flash_attn_on(situation)] if situation.engine == "llama.cpp" else []
     if situation.engine == "ollama":

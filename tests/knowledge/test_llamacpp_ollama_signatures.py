@@ -434,3 +434,28 @@ def test_fit_abort_reads_the_projection_printed_before_it():
     assert root.params["projected_mib"] == 30211
     assert root.params["free_mib"] == 23817
     assert root.params["reason"] == "n_gpu_layers already set by user to 99, abort"
+
+
+def test_host_buffer_size_regrouped_by_hand_is_not_read_as_bytes():
+    # ggml prints the size with %zu; "108 000 000 000" is a person's regrouping, and reading its first
+    # group would report a 108-byte buffer
+    text = (
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 108 000 000 000\n"
+        "alloc_tensor_range: failed to allocate CPU_REPACK buffer of size 108 000 000 000\n"
+        "llama_model_load: error loading model: unable to allocate CPU_REPACK buffer\n"
+    )
+    root, _ = _root(text)
+    assert root.signature == "llamacpp.host_memory.cpu_buffer"
+    assert "alloc_bytes" not in root.params
+    assert root.params["buffer"] == "CPU_REPACK"
+    exact, _ = _root(
+        "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 22532325376\n"
+    )
+    assert exact.params["alloc_bytes"] == 22532325376
+
+
+def test_rs_cache_allocation_failure_is_a_kv_alloc_failure():
+    text = "llama_init_from_model: failed to initialize the context: failed to allocate buffer for rs cache\n"
+    root, _ = _root(text)
+    assert root.signature == "llamacpp.kv_alloc_failed"
+    assert root.category == "kv_alloc_failed"

@@ -30,7 +30,30 @@ def test_ollama_is_told_to_keep_the_kv_cache_f16_not_to_turn_flash_attention_on(
     )
     reply = diagnose(detect(text))
     assert reply is not None and [f.command for f in reply.fixes] == ["OLLAMA_KV_CACHE_TYPE=f16 ollama serve"]
-    assert "turns off for this model" in reply.summary
+    assert "which Ollama turns off here (this model or GPU): keep the KV cache f16." in reply.summary
+
+
+def test_ollama_gpu_without_flash_attention_keeps_the_kv_cache_f16():
+    # ollama llm/server.go: FA requested but the GPU has none, so a quantized OLLAMA_KV_CACHE_TYPE is dropped
+    text = (
+        'time=2025-10-01T10:00:00.000Z level=WARN source=server.go:206 msg="flash attention enabled but not '
+        'supported by gpu"\n'
+        'time=2025-10-01T10:00:00.000Z level=WARN source=server.go:229 msg="quantized kv cache requested but '
+        'flash attention disabled" type=q4_0\n'
+    )
+    reply = diagnose(detect(text))
+    assert reply is not None and [f.command for f in reply.fixes] == ["OLLAMA_KV_CACHE_TYPE=f16 ollama serve"]
+
+
+def test_a_forks_own_forcing_off_rule_keeps_the_v_cache_f16():
+    text = (
+        "$ llama-server -m Qwen3-8B-Q4_K_M.gguf -ctk tq3_0 -ctv q8_0 -fa on\n"
+        "llama_init_from_model: flash_attn is not supported with TQ3_0 K cache - forcing off\n" + V_QUANT
+    )
+    reply = diagnose(detect(text))
+    assert reply is not None and [f.command for f in reply.fixes] == [
+        "llama-server -m Qwen3-8B-Q4_K_M.gguf -ctk tq3_0 -fa on -ctv f16"
+    ]
 
 
 def test_without_the_warning_flash_attention_is_turned_on():
