@@ -154,7 +154,8 @@ def bf16(situation: Situation) -> Reply:
 
 
 def flash_attn_needed(situation: Situation) -> Reply:
-    title = f"{_name(situation.engine)}: a quantized V cache needs flash attention"
+    engine = _name(situation.engine)
+    title = f"{engine}: a quantized V cache needs flash attention"
     key = "A quantized V cache (q8_0 / q4_0) only works with flash attention on."
     if situation.context.get("flash_attn_unavailable"):  # llama.cpp turns it off for this model: it stays off
         cache = {"llama.cpp": "V", "ollama": "KV"}.get(situation.engine)  # Ollama's one setting holds K and V
