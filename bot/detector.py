@@ -278,7 +278,7 @@ class Detector:
                 filled = sum(1 for v in m.groupdict().values() if v is not None)
                 if filled > best_filled or (filled == best_filled and _goes_on(best, m)):
                     best, best_filled = (view, m), filled
-                if filled == pattern.groups and not _ends_line(best):
+                if filled == pattern.groups and not _cut_numbers(best):
                     break  # nothing left for a joined view to add
             if best is not None:
                 return best
@@ -313,21 +313,27 @@ class Detector:
         return [m for _key, m in sorted(keyed, key=lambda km: km[0])]
 
 
-def _ends_line(found: tuple[Any, Any] | None) -> bool:
-    return found is not None and found[0].data[found[1].end() :][:1] in (b"\n", b"")
+def _cut_numbers(found: tuple[Any, Any] | None) -> list[int]:
+    """The groups of a match that end in a digit where it ends, at its line's end, when the next line starts
+    with one: a wrap may have cut them."""
+    if found is None:
+        return []
+    view, m = found
+    after = view.data[m.end() : m.end() + 64]
+    if after[:1] != b"\n" or not after[1:].lstrip()[:1].isdigit():
+        return []
+    return [g for g in range(1, m.re.groups + 1) if m.end(g) == m.end() and (m.group(g) or b"")[-1:].isdigit()]  # fmt: skip
 
 
 def _goes_on(best: tuple[Any, Any] | None, m: Any) -> bool:
-    """Whether match ``m`` reads a number on where the best one's last groups stopped at a line's end (a
-    wrap's cut: ``875352064`` / ``0``), its other groups the same (a joined view may join two records)."""
-    if best is None or not _ends_line(best):
+    """Whether match ``m`` reads a number on where the best one stopped at a line's end (a wrap's cut:
+    ``875352064`` / ``0``), its other groups the same (a joined view may join two records)."""
+    if best is None or not (cut := _cut_numbers(best)):
         return False
-    old, groups = best[1], range(1, m.re.groups + 1)
-    cut = [g for g in groups if old.group(g) is not None and old.end(g) == old.end()]
+    old = best[1]
+    same = all(m.group(g) == old.group(g) for g in range(1, m.re.groups + 1) if g not in cut)
     grown = [(m.group(g) or b"", old.group(g)) for g in cut]
-    same = all(m.group(g) == old.group(g) for g in groups if g not in cut)
-    digits = all(w[-1:].isdigit() and n.startswith(w) and n[len(w) :].isdigit() for n, w in grown)  # new, was
-    return same and bool(grown) and digits
+    return same and all(new.startswith(was) and new[len(was) :].isdigit() for new, was in grown)
 
 
 @cache
