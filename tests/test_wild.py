@@ -46,6 +46,8 @@ WILD_FAMILY_CATEGORY = {
     "llamacpp_host_memory": "host_memory",
     "sglang_prefill_oom": "kv_cache_too_small",
     "llamacpp_kv_quant_needs_fa": "kv_quant_needs_flash_attn",
+    # TensorRT-LLM's paged-KV-cache allocation log ("Allocated X GiB for max tokens in paged KV cache (N)")
+    "trtllm_kv_cache_log": "memory_report",
 }
 
 KNOWN_MISSES: dict[str, str] = {
@@ -80,6 +82,13 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026i.jsonl, as collected (before any fix)
     "llmdfma746-wake-up-cuda-error-oom-in-controller-log": "wake_up's 'CUDA Error: out of memory at <path>' inside a controller's JSON log is not read",
     "skyrl624-jax-cumemallocasync-resource-exhausted": "XLA's cuMemAllocAsync RESOURCE_EXHAUSTED out-of-memory line has no signature",
+    # wild_2026k.jsonl, as collected (before any fix)
+    "vllm53961-mi300x-rocm-dsv4-kv-indented-wrapped": "an indented, hard-wrapped KV-cache error cut mid-sentence is not read",
+    "lmdeploy4249-prose-cuda-runtime-oom-gptoss-h100": "TurboMind's 'CUDA runtime error: out of memory' quoted in prose, without [TM][ERROR], is not read",
+    "llmscaler703-xpu-kv-cache-memory-suggestion-tp": "the weight / activation / non-torch figures of the --kv-cache-memory suggestion line are not read",
+    "club3090pr1139-kv-cache-memory-suggestion-consumed-wording": "the peak-activation figure of the --kv-cache-memory suggestion line is not read",
+    "trtllm8961-kv-cache-alloc-report-max-tokens-wins": "TensorRT-LLM's 'Allocated X GiB for max tokens in paged KV cache (N)' has no signature",
+    "trtllm15022-eagle3-draft-kv-sizing-batchmgr-prefix": "TensorRT-LLM's 'Allocated X GiB for max tokens in paged KV cache (N)' has no signature",
 }
 
 
