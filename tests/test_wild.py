@@ -85,10 +85,6 @@ KNOWN_MISSES: dict[str, str] = {
     # wild_2026k.jsonl, as collected (before any fix)
     "vllm53961-mi300x-rocm-dsv4-kv-indented-wrapped": "an indented, hard-wrapped KV-cache error cut mid-sentence is not read",
     "lmdeploy4249-prose-cuda-runtime-oom-gptoss-h100": "TurboMind's 'CUDA runtime error: out of memory' quoted in prose, without [TM][ERROR], is not read",
-    "llmscaler703-xpu-kv-cache-memory-suggestion-tp": "the weight / activation / non-torch figures of the --kv-cache-memory suggestion line are not read",
-    "club3090pr1139-kv-cache-memory-suggestion-consumed-wording": "the peak-activation figure of the --kv-cache-memory suggestion line is not read",
-    "trtllm8961-kv-cache-alloc-report-max-tokens-wins": "TensorRT-LLM's 'Allocated X GiB for max tokens in paged KV cache (N)' has no signature",
-    "trtllm15022-eagle3-draft-kv-sizing-batchmgr-prefix": "TensorRT-LLM's 'Allocated X GiB for max tokens in paged KV cache (N)' has no signature",
 }
 
 
