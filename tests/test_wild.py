@@ -83,8 +83,6 @@ KNOWN_MISSES: dict[str, str] = {
     "llmdfma746-wake-up-cuda-error-oom-in-controller-log": "wake_up's 'CUDA Error: out of memory at <path>' inside a controller's JSON log is not read",
     "skyrl624-jax-cumemallocasync-resource-exhausted": "XLA's cuMemAllocAsync RESOURCE_EXHAUSTED out-of-memory line has no signature",
     # wild_2026k.jsonl, as collected (before any fix)
-    "vllm53961-mi300x-rocm-dsv4-kv-indented-wrapped": "an indented, hard-wrapped KV-cache error cut mid-sentence is not read",
-    "lmdeploy4249-prose-cuda-runtime-oom-gptoss-h100": "TurboMind's 'CUDA runtime error: out of memory' quoted in prose, without [TM][ERROR], is not read",
 }
 
 
