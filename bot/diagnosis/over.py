@@ -159,7 +159,7 @@ def torch_oom(situation: Situation) -> Reply:
         remedies.remove("expandable_segments")
     # torch lists every process in turn and only the first is read: a small first one leaves the rest to "used"
     named = other is not None and mine is not None and other > 0.5 and (total is None or other + mine <= total * 1.02)  # fmt: skip
-    if key and named:
+    if key and named and other is not None:  # "other is not None" again for the type checker
         key += f" Another process holds {fmt_mem(other)}."
     elif key and mine:
         key += f" This process holds {fmt_mem(mine)}."
