@@ -46,6 +46,8 @@ WILD_FAMILY_CATEGORY = {
     "llamacpp_host_memory": "host_memory",
     "sglang_prefill_oom": "kv_cache_too_small",
     "llamacpp_kv_quant_needs_fa": "kv_quant_needs_flash_attn",
+    # TensorRT-LLM's paged-KV-cache allocation log ("Allocated X GiB for max tokens in paged KV cache (N)")
+    "trtllm_kv_cache_log": "memory_report",
 }
 
 KNOWN_MISSES: dict[str, str] = {

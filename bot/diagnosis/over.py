@@ -149,17 +149,13 @@ def torch_oom(situation: Situation) -> Reply:
         key += f" {fmt_mem(unalloc)} is reserved by PyTorch but unallocated: fragmentation."
     elif "expandable_segments" in remedies:
         remedies.remove("expandable_segments")
-    if (
-        key
-        and other is not None
-        and mine is not None
-        and other > 0.5
-        and (total is None or other + mine <= total * 1.02)
-    ):
+    # torch lists every process in turn and only the first is read: a small first one leaves the rest to "used"
+    named = other is not None and mine is not None and other > 0.5 and (total is None or other + mine <= total * 1.02)  # fmt: skip
+    if key and named and other is not None:  # "other is not None" again for the type checker
         key += f" Another process holds {fmt_mem(other)}."
     elif key and mine:
         key += f" This process holds {fmt_mem(mine)}."
-    used = total - free if key and mine and other is None and total and free is not None else 0.0
+    used = total - free if key and mine and not named and total and free is not None else 0.0
     rest = used - mine if used and mine else 0.0  # in use outside this process, the message names no other
     outside = rest >= max(used / 2, 0.5)
     if outside:

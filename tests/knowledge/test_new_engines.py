@@ -215,6 +215,29 @@ def test_nccl_failure_inside_vllm_is_not_a_memory_diagnosis():
     assert _memory(text) == []
 
 
+def test_nccl_shm_attach_failure_outranks_the_system_error_it_raises():
+    # NVIDIA/nccl#1589: the attaching rank's WARN, then torch's "unhandled system error" for the same call
+    text = (
+        "g148:14937:69361 [0] misc/shmutils.cc:129 NCCL WARN Error while attaching to shared memory segment "
+        "/dev/shm/nccl-glnlGK (size 14156128), error: No such file or directory (2)\n"
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.26.2"
+    )
+    ids = [f.signature for f in detect(text).findings]
+    assert ids[0] == "common.nccl_shm_attach_failed"
+    assert "common.nccl_system_error" not in ids
+    assert _memory(text) == []
+
+
+def test_the_bare_illegal_address_enum_is_an_illegal_access_not_memory():
+    root = _root("fails at capture time on 8xB200 with `CUDA_ERROR_ILLEGAL_ADDRESS`.")
+    assert root.signature == "common.illegal_memory_access"
+    assert (
+        _root("Search for `cudaErrorIllegalAddress' in the CUDA docs").signature
+        == "common.illegal_memory_access"
+    )
+
+
 def test_nccl_shm_warning_is_not_read_as_a_full_disk():
     text = "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: [Errno 28] No space left on device"
     ids = [f.signature for f in detect(text).findings]

@@ -78,3 +78,27 @@ def test_memory_in_use_outside_the_process_is_named_and_looked_at_first():
     )
     first = min(reply.fixes, key=lambda f: f.rank)
     assert first.command == "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+
+
+def test_a_small_first_process_does_not_hide_the_memory_held_by_the_later_ones():
+    # NVIDIA/TensorRT-LLM#7818 (wild_engines trtllm7818-rank-load): the first listed process holds 270 MiB,
+    # three more follow; 20.93 GiB of the 22.05 in use is outside this process
+    reply = diagnose(detect(wild_text("wild_engines.jsonl", "trtllm7818-rank-load")))
+    assert reply is not None
+    assert reply.summary.endswith(
+        "This process holds 1.12 GiB. The other 20.93 GiB in use is held outside it: other processes, the driver, or the system where the GPU shares its RAM."
+    )
+    first = min(reply.fixes, key=lambda f: f.rank)
+    assert first.command == "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"
+
+
+def test_a_listed_process_that_is_the_container_itself_is_not_another_process():
+    # TGI#2246 (wild_wordings tgi2246-torch-oom-small-alloc): "Process N has 44.52 GiB" of a 44.53 GiB card
+    # while PyTorch allocated 40.92 GiB of it: the one process is this one, seen from inside a container
+    reply = diagnose(detect(wild_text("wild_wordings.jsonl", "tgi2246-torch-oom-small-alloc")))
+    assert reply is not None
+    assert reply.summary.endswith(
+        "This process holds 40.92 GiB. That is almost all in use: its own work (model, cache, batch, sequence "
+        "length) is too large for this GPU."
+    )
+    assert not any(f.command.startswith("nvidia-smi --query-compute-apps") for f in reply.fixes)
