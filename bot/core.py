@@ -173,5 +173,7 @@ def no_finding_reply(engines: list[str]) -> Reply:
 def help_reply() -> Reply:
     from bot.vram import USAGE
 
-    intro = "Paste a vLLM, llama.cpp, Ollama or SGLang error (or attach the log) and I explain the memory math"
+    intro = (
+        "Paste a vLLM, llama.cpp, Ollama or SGLang error (or attach the log) and I explain the memory math"
+    )
     return Reply(kind="help", title="GPU Garden", summary=f"{intro} and the fixes. Ask {USAGE}")
