@@ -459,3 +459,25 @@ def test_rs_cache_allocation_failure_is_a_kv_alloc_failure():
     root, _ = _root(text)
     assert root.signature == "llamacpp.kv_alloc_failed"
     assert root.category == "kv_alloc_failed"
+
+
+KV_FULL = (
+    "decode: failed to find a memory slot for batch of size 512\n"
+    "srv  update_slots: failed to find free space in the KV cache, retrying with smaller batch size, i = 0, "
+    "n_batch = 256, ret = 1\n"
+    "srv    send_error: task id = 12, error: Context size has been exceeded.\n"
+)
+
+
+def test_a_full_kv_cache_at_decode_is_the_root_over_the_slot_error_it_ends_in():
+    found = detect(KV_FULL)
+    assert found.root is not None and found.root.signature == "llamacpp.context_exceeded.kv_full"
+    assert found.root.params == {"batch_tokens": 512}
+    reply = GardenBot().triage(Paste(KV_FULL, False, []), addressed=True)
+    assert reply is not None and reply.title == "llama.cpp: the KV cache had no free cells for the next batch"
+    assert not any(n.startswith("Also in the paste") for n in reply.notes)
+
+
+def test_the_old_kv_full_message_with_a_compute_error_is_not_a_full_cache():
+    text = "srv  update_slots: failed to decode the batch: KV cache is full - try increasing it via the context size, i = 0, n_batch = 512, ret = -3"
+    assert all(f.signature != "llamacpp.context_exceeded.kv_full" for f in detect(text).findings)
