@@ -47,3 +47,23 @@ def test_the_windows_commit_limit_is_answered_for_windows():
     assert reply.title == "Windows: the page file is too small (system commit limit reached)"
     said = reply.summary + " ".join(s.body for s in reply.sections)
     assert "free -h" not in said and "Virtual memory" in said
+
+
+def test_torchs_cpu_allocator_refusal_reads_the_bytes_either_wording():
+    for text, size in (
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: "
+            "you tried to allocate 8589934592 bytes.",
+            8589934592,
+        ),
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate "
+            "memory: you tried to allocate 4009910272 bytes. Error code 12 (Cannot allocate memory)",
+            4009910272,
+        ),
+    ):
+        root = detect(text).root
+        assert root is not None and (root.signature, root.params) == (
+            "host.torch_cpu_allocator",
+            {"alloc_bytes": size},
+        )
