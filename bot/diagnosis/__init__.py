@@ -6,6 +6,7 @@ signature's own ``form``) → a neutral Reply whose fixes were each recomputed o
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from importlib import import_module
 
 from bot.detector import Detection, Finding
@@ -45,6 +46,13 @@ def _inner(text: str, depth: int) -> Reply | None:
     return diagnose(found, depth)
 
 
+def _cause_beside(root: Finding, findings: list[Finding]) -> Finding | None:
+    """The engine's own error elsewhere in the paste, when a launcher's report quotes none we know."""
+    if _form(root) != "wrapper" or _inner(str(root.params.get("runner_error") or ""), 0) is not None:
+        return None  # not a launcher's report, or one the wrapper answers with the error it quoted
+    return next((f for f in findings[1:] if f.severity == "error" and _form(f) != "wrapper"), None)
+
+
 def _form(finding: Finding) -> str:
     return finding.form or FORM_OF_CATEGORY.get(finding.category, "advice")
 
@@ -53,6 +61,10 @@ def diagnose(detection: Detection, depth: int = 0) -> Reply | None:
     root = detection.root
     if root is None:
         return None
+    if (cause := _cause_beside(root, detection.findings)) is not None:
+        if found := diagnose(replace(detection, findings=[cause, *(f for f in detection.findings if f is not cause)])):  # fmt: skip
+            found.notes.append("The launcher only reported that the engine stopped; this is the engine's error in the paste.")  # fmt: skip
+        return found
     situation = read(detection, root)
     name = _form(root)
     form = _function(name)

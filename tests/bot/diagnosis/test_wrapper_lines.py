@@ -30,3 +30,31 @@ def test_the_wrapper_is_not_another_failure_beside_the_one_it_reports():
     reply = diagnose(found)
     assert reply is not None and reply.signature != "vllm.load_failed.engine_start"
     assert not any("the engine did not start" in n for n in reply.notes)
+
+
+# Ollama's report quotes only "exit status 2"; the runner's own CUDA failure is a few lines above it
+RUNNER_EXIT = (
+    "CUDA error: out of memory\n"
+    "  current device: 0, in function ggml_backend_cuda_buffer_set_tensor at /go/src/ggml-cuda.cu:2321\n"
+    "  cudaMemcpyAsync(...)\n"
+    "/go/src/ggml-cuda.cu:75: CUDA error\n"
+    'time=2025-04-29T12:31:28.521+02:00 level=ERROR source=sched.go:457 msg="error loading llama server" '
+    'error="llama runner process has terminated: exit status 2"\n'
+)
+
+
+def test_a_report_quoting_no_known_error_yields_to_the_engines_own_error():
+    found = detect(RUNNER_EXIT)
+    assert found.root is not None and found.root.signature == "ollama.runner_crashed.terminated"
+    reply = diagnose(found)
+    assert reply is not None and reply.signature == "llamacpp.gpu_oom.cuda_runtime"
+    assert reply.notes[-1] == (
+        "The launcher only reported that the engine stopped; this is the engine's error in the paste."
+    )
+
+
+def test_a_report_quoting_a_known_error_is_answered_with_it():
+    text = RUNNER_EXIT.replace("exit status 2", "cudaMalloc failed: out of memory")
+    reply = diagnose(detect(text))
+    assert reply is not None and reply.signature == "ollama.runner_crashed.terminated"
+    assert "The launcher only reported that the engine stopped; this is the error it quoted." in reply.notes
