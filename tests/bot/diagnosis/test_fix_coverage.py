@@ -80,6 +80,19 @@ NO_FIX_YET: set[str] = {
     # torch_memory_saver prints the CUresult / cudaError code only, no size: what the trainer holds when the
     # rollout engine resumes is not in it; the reply lists the engine's share and offloading (advice)
     "sglang.memory_saver_oom",
+    # llama_decode's "failed to find a memory slot" prints the batch, not -c, -np nor the tokens the running
+    # requests hold, so no context or slot count can be sized from it; the reply lists -c / -np, max_tokens
+    # and --swa-full (signature advice)
+    "llamacpp.context_exceeded.kv_full",
+    # the kernel's OOM-kill line, systemd's and Kubernetes' reasons name the process (at most its RSS), not
+    # what the engine keeps in RAM nor the machine's or container's limit: nothing to size; the reply lists
+    # journalctl, the container limit and less on the CPU (signature advice)
+    "host.oom_killed",
+    # Windows' error 1455 prints no size; the fix is the page file, set in System Properties, not a command
+    "host.windows_commit_limit",
+    # PyTorch's CPU allocator prints the one allocation refused, not what is in RAM nor the limit, and the
+    # steps differ by OS (free / Task Manager, the page file, a container limit): advice
+    "host.torch_cpu_allocator",
 }
 
 
