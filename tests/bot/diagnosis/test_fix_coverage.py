@@ -80,6 +80,12 @@ NO_FIX_YET: set[str] = {
     # torch_memory_saver prints the CUresult / cudaError code only, no size: what the trainer holds when the
     # rollout engine resumes is not in it; the reply lists the engine's share and offloading (advice)
     "sglang.memory_saver_oom",
+    # SGLang's unbalanced-memory check prints the free memory of two ranks, not what holds the rest nor
+    # which GPU; the reply lists the process listing and equal / free GPUs (signature advice)
+    "sglang.memory_capacity_unbalanced",
+    # Triton's "Triton Error [CUDA]: out of memory" names no size and no engine share; the reply lists
+    # headroom below the engine's share and a shorter context (signature advice)
+    "pytorch.triton_cuda_oom",
 }
 
 
