@@ -93,6 +93,12 @@ NO_FIX_YET: set[str] = {
     # PyTorch's CPU allocator prints the one allocation refused, not what is in RAM nor the limit, and the
     # steps differ by OS (free / Task Manager, the page file, a container limit): advice
     "host.torch_cpu_allocator",
+    # SGLang's unbalanced-memory check prints the free memory of two ranks, not what holds the rest nor
+    # which GPU; the reply lists the process listing and equal / free GPUs (signature advice)
+    "sglang.memory_capacity_unbalanced",
+    # Triton's "Triton Error [CUDA]: out of memory" names no size and no engine share; the reply lists
+    # headroom below the engine's share and a shorter context (signature advice)
+    "pytorch.triton_cuda_oom",
 }
 
 
