@@ -93,7 +93,6 @@ KNOWN_MISSES: dict[str, str] = {
     "errornotes-max-seq-len-without-kv-number": "a max-seq-len message quoted without the KV-cache token count is not read",
     "hfspace-vllm-mixtral-truncated-oom-tail": "a torch OOM message cut before 'CUDA out of memory' (only its allocator tail) is not read",
     "airelien-abbreviated-torch-oom-mtp-buffer": "an abbreviated 'Tried to allocate X GiB. GPU has Y GiB free.' OOM line is found but its sizes are not read",
-    "tobiasweiss-dgx-spark-dmesg-oom-killer-worker-tp": "the kernel OOM killer ending a vLLM worker ('VLLM::Worker_TP invoked oom-killer') has no signature",
     "hfspace-allakhazam-gradio-old-format-oom-cut": "an old-format torch OOM cut before 'reserved in total' is found but its total capacity is not read",
     "hfspace-3ck0-gradio-escaped-newline-cuda-oom": "'CUDA error: out of memory' followed by an escaped \\n inside a quoted Python list is not read",
     "negative-hf-phi4-gguf-ollama-n-swa-assert": "Ollama's runner-terminated signature counts a GGML_ASSERT on a model hparam as a memory crash",
