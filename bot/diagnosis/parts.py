@@ -47,13 +47,13 @@ def fmt(value: Any) -> str:
 
 
 def fill(template: str, values: dict[str, Any]) -> str:
-    """``{name}`` placeholders filled; sentences whose number is missing are dropped."""
-    safe = _SafeDict({k: fmt(v) for k, v in values.items()})
+    """``{name}`` filled; sentences missing a number dropped (a value's own ". " is held by a NUL)."""
+    safe = _SafeDict({k: fmt(v).replace(". ", ".\0 ") for k, v in values.items()})
     try:
         text = string.Formatter().vformat(template, (), safe).strip()
     except (ValueError, IndexError, KeyError):
         text = template.strip()
-    return " ".join(s for s in _split_sentences(text) if s and not _MISSING.search(s))
+    return " ".join(s.replace("\0", "") for s in _split_sentences(text) if s and not _MISSING.search(s))
 
 
 def _split_sentences(text: str) -> list[str]:

@@ -40,3 +40,12 @@ def test_a_fraction_keeps_its_third_decimal_and_a_size_two():
     # SGLang's "Raise --mem-fraction-static above 0.773": 0.77 would be below what it asks for
     assert fill("above {f}, {g} GiB", {"f": 0.773, "g": 1.2345}) == "above 0.773, 1.23 GiB"
     assert fill("{u}", {"u": 0.9}) == "0.9"
+
+
+def test_a_value_with_its_own_full_stop_stays_in_its_sentence():
+    template = "It stopped (code {code}: {quoted}).  The quoted text says why."
+    quoted = "this model is not supported by your version of Ollama. You may need to upgrade"
+    assert fill(template, {"quoted": quoted}) == "The quoted text says why."  # the code is missing
+    assert fill(template, {"code": 2, "quoted": quoted}) == (
+        f"It stopped (code 2: {quoted}). The quoted text says why."
+    )
