@@ -13,7 +13,10 @@ def test_a_forced_num_gpu_is_named_and_the_gpu_is_checked_first():
     text = "Error: 500 Internal Server Error: memory layout cannot be allocated with num_gpu = 40"
     reply = diagnose(detect(text))
     assert reply is not None and reply.signature == "ollama.gpu_oom.memory_layout"
-    assert "so Ollama did not try fewer layers: remove num_gpu 40 from the request options" in reply.summary
+    assert (
+        "the layer count was forced by the request or Modelfile, and Ollama does not try fewer layers."
+        in reply.summary
+    )
     assert [f.command for f in ranked_fixes(text)] == [
         "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
         "free -h && ps aux --sort=-rss | head -n 6",

@@ -140,9 +140,12 @@ def test_pytorch_oom_larger_than_the_gpu_says_so():
     assert "larger than the whole GPU (79.32 GiB)" in reply.summary
 
 
-def test_request_too_long_gets_the_output_budget_that_fits():
+def test_llama_cpp_python_s_overflow_is_told_in_its_own_terms():
     reply = reply_for(corpus_record("logdetective193-llamacpppy-2285-2048")["text"])
-    assert reply.title == "llama.cpp: the request needs 2,285 tokens, the server holds 2,048"
+    assert reply.title == "llama-cpp-python: the prompt does not fit in the context window (n_ctx)"
+    assert reply.summary.startswith(
+        "The prompt is 2,285 tokens and the model was loaded with a context window (n_ctx) of 2,048:"
+    )
 
 
 # --- the key point each family leads with (exact sentences, from the paste's own numbers) -----------
