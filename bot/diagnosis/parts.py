@@ -214,7 +214,8 @@ def self_fit_fixes(situation: Situation) -> list[Fix]:
         # --fit is on by default and sizes only what the command leaves unset ("-fit, --fit [on|off] whether to
         # adjust unset arguments to fit in device memory ... default: 'on'", tools/server/README.md, PR #16653):
         # adding it changes nothing, unsetting the user's -c / -ngl / -ts (or a -fit off) is the fix
-        unpin, own = {"-c": None, "-ngl": None, "-ts": None}, situation.command
+        unpin: dict[str, str | None] = {"-c": None, "-ngl": None, "-ts": None}
+        own = situation.command
         if own is None or own.engine != "llama.cpp":
             return [Fix("llama.cpp", "leave -ngl, -c, -ts and -ot out of your llama.cpp command", "",
                         "--fit (on by default from b7407; older builds lack it) then moves layers to the CPU and shrinks the context until the load fits; it does not change what you set", "a smaller context or fewer layers on the GPU", 5, {"kind": "advice"})]  # fmt: skip
