@@ -294,18 +294,13 @@ def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_looku
         summary="Single cards first, then multi-GPU setups, least memory first.",
         sections=[Section("Options", body="\n".join(lines))],
         fixes=[Fix(engine, f"on {best.gpu.name}", best.result.command, "the first option above", rank=0)],
-        data={
-            "options": [
-                {
-                    "gpu": o.gpu.id,
-                    "count": o.count,
-                    "total_gib": o.total_gib,
-                    "max_model_len_fit": o.result.max_model_len_fit,
-                }
-                for o in options
-            ]
-        },
+        data={"options": [_row(gpu=o.gpu.id, count=o.count, total_gib=o.total_gib, fit=o) for o in options]},
     )
+
+
+def _row(fit: Any, **fields: Any) -> dict[str, Any]:
+    """One option of a match reply's JSON: its fields, then the longest context it serves."""
+    return {**fields, "max_model_len_fit": fit.result.max_model_len_fit}
 
 
 def match_models_reply(fields: dict[str, Any]) -> Reply:
@@ -330,13 +325,6 @@ def match_models_reply(fields: dict[str, Any]) -> Reply:
         summary="Biggest models first, each with the highest-precision checkpoint that fits.",
         sections=[Section("Options", body="\n".join(lines))],
         data={
-            "options": [
-                {
-                    "model": o.model.id,
-                    "variant": o.variant.id if o.variant else None,
-                    "max_model_len_fit": o.result.max_model_len_fit,
-                }
-                for o in options
-            ]
+            "options": [_row(model=o.model.id, variant=o.variant and o.variant.id, fit=o) for o in options]
         },
     )

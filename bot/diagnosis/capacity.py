@@ -168,7 +168,10 @@ def _fitted_context(situation: Situation, length: int) -> list[Fix]:
     if engine == "llama.cpp" and supports(version, "llamacpp.fit", fork) is not False:
         # one KV buffer for all slots (--kv-unified, PR #14363, older than --fit): with -np N and split
         # buffers each slot would get -c / N, and the request would not fit in its slot (tools/server)
-        changes = {"-c": str(length), "-ngl": None, "--fit": "on", "--kv-unified": ""}
+        # --fit is on by default (tools/server/README.md): it is named only to undo the user's -fit off
+        changes = {"-c": str(length), "-ngl": None, "--kv-unified": ""}
+        if situation.command is not None and situation.command.flag("--fit", "-fit") == "off":
+            changes["--fit"] = "on"
         command = user_command(situation, "llama.cpp", changes)
         return [Fix("llama.cpp", f"serve {fmt_tokens(length)} tokens and let --fit place the layers", command,
                     "llama.cpp b7407+ moves layers to the CPU until the context fits, in one KV buffer any slot can use" + bound, "slower generation if layers move to the CPU", 2,

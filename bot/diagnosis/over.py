@@ -195,17 +195,14 @@ def alloc_failed(situation: Situation) -> Reply:
 def host_short(situation: Situation) -> Reply:
     need = _gib(situation, "required_gib")
     have = _gib(situation, "available_gib")
-    title, key = "Not enough system memory", None
-    if need and have:
-        title += f": needs {need:.1f} GiB, {have:.1f} GiB available"
-        key = (
-            f"The model needs {need:.1f} GiB of system RAM and {have:.1f} GiB is available: "
-            f"{need - have:.1f} GiB short."
-        )
+    title = "Not enough system memory" + (
+        f": needs {need:.1f} GiB, {have:.1f} GiB available" if need and have else ""
+    )
     fixes = advice_fixes(situation, [r for r in situation.root.remedies if r != "check_other_processes"])
     if situation.engine == "llama.cpp":
         fixes = _verified(situation, budget_for(situation)) + fixes
-    return reply(situation, title, key, fixes, extra=[] if fixes else [hardware(situation, None)])
+    # the numbers are in the title; the summary is the cause, which says what the need counts
+    return reply(situation, title, None, fixes, extra=[] if fixes else [hardware(situation, None)])
 
 
 def budget_over(situation: Situation) -> Reply:

@@ -211,9 +211,18 @@ def self_fit_fixes(situation: Situation) -> list[Fix]:
         and "fit" in situation.root.remedies
         and supports(situation.version, "llamacpp.fit", situation.fork) is not False
     ):
-        # the user's own -c / -ngl would pin what --fit may change: leave both to it
-        command = user_command(situation, "llama.cpp", {"-c": None, "-ngl": None, "--fit": "on"})
-        return [Fix("llama.cpp", "let llama.cpp fit the context and layers to free memory", command,
+        # --fit is on by default and sizes only what the command leaves unset ("-fit, --fit [on|off] whether to
+        # adjust unset arguments to fit in device memory ... default: 'on'", tools/server/README.md, PR #16653):
+        # adding it changes nothing, unsetting the user's -c / -ngl / -ts (or a -fit off) is the fix
+        unpin: dict[str, str | None] = {"-c": None, "-ngl": None, "-ts": None}
+        own = situation.command
+        if own is None or own.engine != "llama.cpp":
+            return [Fix("llama.cpp", "leave -ngl, -c, -ts and -ot out of your llama.cpp command", "",
+                        "--fit (on by default from b7407; older builds lack it) then moves layers to the CPU and shrinks the context until the load fits; it does not change what you set", "a smaller context or fewer layers on the GPU", 5, {"kind": "advice"})]  # fmt: skip
+        if user_command(situation, "llama.cpp", unpin) == user_command(situation, "llama.cpp", {}) and own.flag("--fit", "-fit") != "off":  # fmt: skip
+            return []  # nothing pins it: --fit already sized this load
+        command = user_command(situation, "llama.cpp", {**unpin, "--fit": "on"})
+        return [Fix("llama.cpp", "leave the layers and the context to --fit (your -ngl, -c and -ts removed)", command,
                     "llama.cpp (b7407+) moves layers and shrinks the context until it fits", "a smaller context or fewer layers on the GPU", 5,
                     {"starts": "sized by the engine", "kind": "auto-fit", "needs": "llama.cpp b7407 or newer"})]  # fmt: skip
     return []

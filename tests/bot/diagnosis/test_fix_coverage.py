@@ -32,6 +32,9 @@ NO_FIX_YET: set[str] = {
     # LM Studio's n_keep >= n_ctx: the lever is the Context Length the model is loaded with, set in LM
     # Studio's load settings, so there is no command to print; the reply names the length (advice)
     "lmstudio.context_exceeded.n_keep",
+    # llama-cpp-python's "Requested tokens (N) exceed context window of M": the lever is the constructor's
+    # Llama(n_ctx=...), no command line; the reply lists it (signature advice)
+    "llama_cpp_python.requested_tokens_exceed_n_ctx",
     # an OOM while vLLM loads the weights: the paste prints what this process holds (about the whole GPU,
     # since that is when it fails), not the model's size, so no tensor-parallel size or quantization can be
     # sized from it; the reply lists splitting and quantizing (signature advice)

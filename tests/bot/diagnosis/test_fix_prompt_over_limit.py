@@ -58,7 +58,8 @@ LLAMA_SERVER_9M = (
 def test_a_request_over_the_slot_says_the_bound_and_what_an_unsized_context_needs():
     fit, bound = ranked_fixes(LLAMA_SERVER_9M)
     # one KV buffer for the slots: with -np N and split buffers each slot would get -c / N
-    assert fit.adds == "-c 8961024 --fit on --kv-unified"
+    # --fit is on by default: only the context and the one KV buffer are added
+    assert fit.adds == "-c 8961024 --kv-unified"
     assert fit.effect.endswith(
         "it starts only if the KV cache of 8,961,024 tokens fits in your GPU and CPU memory"
     )
@@ -72,3 +73,13 @@ def test_no_longer_context_is_offered_past_the_models_trained_one():
     fixes = ranked_fixes(text)
     assert not any("--fit" in (f.adds or f.command) for f in fixes)
     assert [f.change for f in fixes][:1] == ["send at most 131,072 tokens in one request"]
+
+
+def test_a_user_s_fit_off_is_turned_back_on_for_the_longer_context():
+    text = (
+        "llama-server -m x.gguf -c 4096 -fit off\n"
+        "slot update_slots: id  0 | task 7 | new prompt, n_ctx_slot = 4096, n_keep = 0, n_prompt_tokens = 5000\n"
+        "srv    send_error: task id = 7, error: the request exceeds the available context size. try increasing "
+        "the context size or enable context shift\n"
+    )
+    assert ranked_fixes(text)[0].command == "llama-server -m x.gguf -c 5120 --kv-unified --fit on"

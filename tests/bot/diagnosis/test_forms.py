@@ -140,9 +140,12 @@ def test_pytorch_oom_larger_than_the_gpu_says_so():
     assert "larger than the whole GPU (79.32 GiB)" in reply.summary
 
 
-def test_request_too_long_gets_the_output_budget_that_fits():
+def test_llama_cpp_python_s_overflow_is_told_in_its_own_terms():
     reply = reply_for(corpus_record("logdetective193-llamacpppy-2285-2048")["text"])
-    assert reply.title == "llama.cpp: the request needs 2,285 tokens, the server holds 2,048"
+    assert reply.title == "llama-cpp-python: the prompt does not fit in the context window (n_ctx)"
+    assert reply.summary.startswith(
+        "The prompt is 2,285 tokens and the model was loaded with a context window (n_ctx) of 2,048:"
+    )
 
 
 # --- the key point each family leads with (exact sentences, from the paste's own numbers) -----------
@@ -151,7 +154,13 @@ def test_request_too_long_gets_the_output_budget_that_fits():
 def test_key_point_host_memory():
     reply = reply_for(corpus_record("continue11478-llama31-8b")["text"])
     assert reply.title == "Not enough system memory: needs 2.7 GiB, 2.3 GiB available"
-    assert reply.summary == "The model needs 2.7 GiB of system RAM and 2.3 GiB is available: 0.4 GiB short."
+    # what the 2.7 GiB counts (llm/server.go: the layers no GPU holds) and what lowers it
+    assert reply.summary == (
+        "Ollama estimated that the part of the model that stays in system RAM (the layers that do not fit "
+        "on the GPU, plus their KV cache and buffers) needs 2.7 GiB, but only 2.3 GiB of RAM (+ swap) is "
+        "free, so it refused to load. The number is only the RAM part: a bigger GPU share, a smaller "
+        "context or a smaller quant lowers it."
+    )
     assert all("nvidia-smi" not in f.command for f in reply.fixes)  # system RAM, not the GPU
 
 
