@@ -96,7 +96,6 @@ KNOWN_MISSES: dict[str, str] = {
     "hfspace-allakhazam-gradio-old-format-oom-cut": "an old-format torch OOM cut before 'reserved in total' is found but its total capacity is not read",
     "hfspace-3ck0-gradio-escaped-newline-cuda-oom": "'CUDA error: out of memory' followed by an escaped \\n inside a quoted Python list is not read",
     "negative-hf-phi4-gguf-ollama-n-swa-assert": "Ollama's runner-terminated signature counts a GGML_ASSERT on a model hparam as a memory crash",
-    "negative-hf-qwen2vl-ollama-model-not-supported": "Ollama's runner-terminated signature counts 'this model is not supported by your version of Ollama' as a memory crash",
 }
 
 

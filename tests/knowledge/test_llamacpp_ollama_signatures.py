@@ -481,3 +481,14 @@ def test_a_full_kv_cache_at_decode_is_the_root_over_the_slot_error_it_ends_in():
 def test_the_old_kv_full_message_with_a_compute_error_is_not_a_full_cache():
     text = "srv  update_slots: failed to decode the batch: KV cache is full - try increasing it via the context size, i = 0, n_batch = 512, ret = -3"
     assert all(f.signature != "llamacpp.context_exceeded.kv_full" for f in detect(text).findings)
+
+
+def test_a_model_newer_than_ollama_is_a_version_problem_not_a_crash():
+    text = (
+        "Error: llama runner process has terminated: this model is not supported by your version of Ollama. "
+        "You may need to upgrade"
+    )
+    found = detect(text)
+    assert [f.signature for f in found.findings] == ["ollama.model_needs_newer_version"]
+    reply = GardenBot().triage(Paste(text, False, []), addressed=True)
+    assert reply is not None and reply.title == "Ollama: this model needs a newer Ollama than the one running"
