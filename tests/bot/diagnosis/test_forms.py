@@ -109,7 +109,7 @@ def test_bf16_on_a_t4_loads_in_half():
     reply = reply_for(corpus_record("substratus37-t4-bf16")["text"])
     assert reply.title == "vLLM: bfloat16 needs compute capability 8.0, NVIDIA Tesla T4 has 7.5"
     assert commands(reply, "vllm")[0].endswith("--dtype half")
-    half = next(f for f in reply.fixes if f.command.endswith("--dtype half"))
+    half = next(f for f in reply.fixes if f.adds == "--dtype half")
     assert (
         half.effect
         == "float16 runs on GPUs without bfloat16 (compute capability below 8.0: V100, T4, the RTX 20 series)"
