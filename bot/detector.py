@@ -278,7 +278,7 @@ class Detector:
                 filled = sum(1 for v in m.groupdict().values() if v is not None)
                 if filled > best_filled or (filled == best_filled and _goes_on(best, m)):
                     best, best_filled = (view, m), filled
-                if filled == pattern.groups and not _cut_numbers(best):
+                if filled == pattern.groups and (best is None or not _cut_numbers(best)):
                     break  # nothing left for a joined view to add
             if best is not None:
                 return best
@@ -313,11 +313,9 @@ class Detector:
         return [m for _key, m in sorted(keyed, key=lambda km: km[0])]
 
 
-def _cut_numbers(found: tuple[Any, Any] | None) -> list[int]:
+def _cut_numbers(found: tuple[Any, Any]) -> list[int]:
     """The groups of a match that end in a digit where it ends, at its line's end, when the next line starts
     with one: a wrap may have cut them."""
-    if found is None:
-        return []
     view, m = found
     after = view.data[m.end() : m.end() + 64]
     if after[:1] != b"\n" or not after[1:].lstrip()[:1].isdigit():

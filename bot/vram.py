@@ -294,13 +294,13 @@ def match_gpus_reply(fields: dict[str, Any], lookup: ModelLookup = catalog_looku
         summary="Single cards first, then multi-GPU setups, least memory first.",
         sections=[Section("Options", body="\n".join(lines))],
         fixes=[Fix(engine, f"on {best.gpu.name}", best.result.command, "the first option above", rank=0)],
-        data={"options": [_row(gpu=o.gpu.id, count=o.count, total_gib=o.total_gib, fit=o) for o in options]},
+        data={"options": [_row(o, gpu=o.gpu.id, count=o.count, total_gib=o.total_gib) for o in options]},
     )
 
 
-def _row(fit: Any, **fields: Any) -> dict[str, Any]:
+def _row(option: Any, **fields: Any) -> dict[str, Any]:
     """One option of a match reply's JSON: its fields, then the longest context it serves."""
-    return {**fields, "max_model_len_fit": fit.result.max_model_len_fit}
+    return {**fields, "max_model_len_fit": option.result.max_model_len_fit}
 
 
 def match_models_reply(fields: dict[str, Any]) -> Reply:
@@ -324,7 +324,5 @@ def match_models_reply(fields: dict[str, Any]) -> Reply:
         title=f"Models that fit {setup} ({ENGINE_LABEL[engine]})",
         summary="Biggest models first, each with the highest-precision checkpoint that fits.",
         sections=[Section("Options", body="\n".join(lines))],
-        data={
-            "options": [_row(model=o.model.id, variant=o.variant and o.variant.id, fit=o) for o in options]
-        },
+        data={"options": [_row(o, model=o.model.id, variant=o.variant and o.variant.id) for o in options]},
     )

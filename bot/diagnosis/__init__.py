@@ -37,18 +37,21 @@ def _function(name: str) -> Callable[..., Reply]:
     return FORMS[name]
 
 
-def _inner(text: str, depth: int) -> Reply | None:
+def _quoted(text: str) -> Detection | None:
+    """A launcher's quoted error detected again; None when it is unknown or another launcher's report."""
     from bot.detector import detect
 
     found = detect(text)
-    if found.root is None or found.root.category == "runner_crashed":
-        return None
-    return diagnose(found, depth)
+    return None if found.root is None or found.root.category == "runner_crashed" else found
+
+
+def _inner(text: str, depth: int) -> Reply | None:
+    return None if (found := _quoted(text)) is None else diagnose(found, depth)
 
 
 def _cause_beside(root: Finding, findings: list[Finding]) -> Finding | None:
     """The engine's own error elsewhere in the paste, when a launcher's report quotes none we know."""
-    if _form(root) != "wrapper" or _inner(str(root.params.get("runner_error") or ""), 0) is not None:
+    if _form(root) != "wrapper" or _quoted(str(root.params.get("runner_error") or "")) is not None:
         return None  # not a launcher's report, or one the wrapper answers with the error it quoted
     return next((f for f in findings[1:] if f.severity == "error" and _form(f) != "wrapper"), None)
 

@@ -7,14 +7,14 @@ from dataclasses import replace
 
 from bot.diagnosis.budgets import budget_for
 from bot.diagnosis.capacity import _name
-from bot.diagnosis.commands import user_command
+from bot.diagnosis.commands import fa_on, user_command
 from bot.diagnosis.parts import cause, env_fixes, hardware, reply
 from bot.reply import Fix, Reply
 from bot.shell import Command
 from bot.situation import Situation, resolve_pasted_model
 from calculator.kv import cuda_flash_attn_kv
 from calculator.model_names import parse_name
-from knowledge.features import feature_table, parse_version, quant_min_capability, supports
+from knowledge.features import feature_table, parse_version, quant_min_capability
 
 _QUANT_ALIASES = {"auto_awq": "awq", "auto_gptq": "gptq", "compressed_tensors": "compressed-tensors"}
 # Kernels that read the same checkpoint as a Marlin one: vLLM picks gptq_marlin / awq_marlin for a GPTQ /
@@ -173,7 +173,7 @@ def flash_attn_needed(situation: Situation) -> Reply:
 def _flash_attn_on(situation: Situation) -> Fix:
     """``-fa on`` (bare before -fa took a value); on CUDA, also a K/V cache pair with a flash-attention kernel
     when the pasted pair has none (storing no more per token: calculator.kv.cuda_flash_attn_kv)."""
-    flags: dict[str, str | None] = {"-fa": "" if supports(situation.version, "llamacpp.fa_value", situation.fork) is False else "on"}  # fmt: skip
+    flags: dict[str, str | None] = {"-fa": fa_on(situation)}
     k, v = str(situation.setting("cache_type_k") or "f16"), str(situation.setting("cache_type_v") or "")
     pair = cuda_flash_attn_kv(k, v) if v and situation.gpus.backend in ("cuda", "rocm") else None
     if pair is None or pair == (k, v):

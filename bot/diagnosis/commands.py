@@ -92,14 +92,16 @@ def user_command(
     return render(_base(situation, engine), flags, groups, switches, env)
 
 
+def fa_on(situation: Situation) -> str:
+    """The -fa value that turns flash attention on: ``on`` where -fa takes a value, nothing before."""
+    version = situation.version if situation.engine == "llama.cpp" else None
+    return "" if supports(version, "llamacpp.fa_value", situation.fork) is False else "on"
+
+
 def _flash_attn(situation: Situation, flags: dict[str, str | None]) -> None:
-    """A quantized V cache needs flash attention: ``-fa on`` where -fa takes a value, ``-fa`` before."""
-    if flags.get("-ctv") in (None, "f16", "f32", "bf16"):
-        return
-    takes_value = supports(
-        situation.version if situation.engine == "llama.cpp" else None, "llamacpp.fa_value", situation.fork
-    )
-    flags["-fa"] = "on" if takes_value is not False else ""
+    """A quantized V cache needs flash attention on."""
+    if flags.get("-ctv") not in (None, "f16", "f32", "bf16"):
+        flags["-fa"] = fa_on(situation)
 
 
 def command_for(situation: Situation, engine: str, plan0: Plan, plan: Plan) -> str | None:
